@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,22 +17,16 @@ PALETTE = np.frombuffer(bytes.fromhex(_COLOURS), np.uint8).reshape(-1, 3).astype
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
-    """``data:image/png;base64,...`` of an ``(H, W, 3)`` uint8 array.
-
-    Examples
-    --------
-    >>> png_data_uri(np.zeros((2, 2, 3), np.uint8)).startswith("data:image/png;base64,")
-    True
-    """
+    """``data:image/png;base64,...`` of an ``(H, W, 3)`` uint8 array."""
     from PIL import Image
 
+    return _png_uri(Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8)).save)
+
+
+def _png_uri(save: Callable[..., Any]) -> str:
+    """``data:image/png;base64,...`` of the PNG that ``save(file, format="png")`` writes."""
     buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8)).save(buf, format="PNG")
-    return _png_uri(buf)
-
-
-def _png_uri(buf: io.BytesIO) -> str:
-    """``data:image/png;base64,...`` of the PNG file in ``buf``."""
+    save(buf, format="png")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -58,10 +53,14 @@ def _figure_uri(fig, ax, ylabel: str, title: str, xlabel: str = "", grid: str = 
     if title:
         ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    uri = _png_uri(fig.savefig)
     plt.close(fig)
-    return _png_uri(buf)
+    return uri
+
+
+def _colour(j: int) -> np.ndarray:
+    """The ``j``-th series' colour (RGB 0-1): the palette past black, cycled."""
+    return PALETTE[1 + j % (len(PALETTE) - 1)] / 255.0
 
 
 def overlay(
@@ -103,45 +102,27 @@ def boxplot_uri(
     """
     plt = _pyplot()
     structures = list(groups)
-    conditions = (
-        list(order)
-        if order is not None
-        else sorted({c for g in groups.values() for c in g}, key=lambda c: (c != CLEAN, c))
-    )
+    default = sorted({c for g in groups.values() for c in g}, key=lambda c: (c != CLEAN, c))
+    conditions = list(order) if order is not None else default
     width = 0.8 / max(len(conditions), 1)
-    fig, ax = plt.subplots(
-        figsize=(max(4.0, 1.3 * len(structures) * max(1, len(conditions)) ** 0.5), 3.2), dpi=100
-    )
+    size = max(4.0, 1.3 * len(structures) * max(1, len(conditions)) ** 0.5)
+    fig, ax = plt.subplots(figsize=(size, 3.2), dpi=100)
     handles = []
     for j, cond in enumerate(conditions):
         pos = [i + (j - (len(conditions) - 1) / 2) * width for i in range(len(structures))]
         data = [
             [v for v in groups[s].get(cond, []) if not np.isnan(v)] or [np.nan] for s in structures
         ]
-        bp = ax.boxplot(
-            data,
-            positions=pos,
-            widths=width * 0.9,
-            patch_artist=True,
-            showfliers=True,
-            manage_ticks=False,
-        )
-        colour = PALETTE[1 + j % (len(PALETTE) - 1)] / 255.0
+        style = {"patch_artist": True, "showfliers": True, "manage_ticks": False}
+        bp = ax.boxplot(data, positions=pos, widths=width * 0.9, **style)
+        colour = _colour(j)
         for box in bp["boxes"]:
             box.set_facecolor((*colour, 0.6))
-        if dots:
-            spread = np.random.default_rng(j)  # fixed jitter: the same picture every time
-            for x, values in zip(pos, data, strict=True):
-                v = np.asarray(values, float)
-                ax.scatter(
-                    x + spread.uniform(-0.3, 0.3, v.size) * width,
-                    v,
-                    s=9,
-                    color=colour,
-                    edgecolors="k",
-                    linewidths=0.3,
-                    zorder=3,
-                )
+        spread = np.random.default_rng(j)  # fixed jitter: the same picture every time
+        for x, values in zip(pos, data, strict=True) if dots else ():
+            v = np.asarray(values, float)
+            xs = x + spread.uniform(-0.3, 0.3, v.size) * width
+            ax.scatter(xs, v, s=9, color=colour, edgecolors="k", linewidths=0.3, zorder=3)
         handles.append((bp["boxes"][0], cond))
     ax.set_xticks(range(len(structures)))
     ax.set_xticklabels(structures, rotation=20, ha="right", fontsize=8)
@@ -164,10 +145,7 @@ def scatter_uri(
 
 
 def curves_uri(
-    curves: Mapping[str, Sequence[Mapping[str, float]]],
-    xlabel: str,
-    ylabel: str,
-    title: str,
+    curves: Mapping[str, Sequence[Mapping]], xlabel: str, ylabel: str, title: str
 ) -> str:
     """Median curves with their interquartile band, one line per name, as a PNG data URI.
 
@@ -177,10 +155,8 @@ def curves_uri(
     fig, ax = plt.subplots(figsize=(5.0, 3.4), dpi=100)
     for j, (name, points) in enumerate(curves.items()):
         x = np.arange(len(points))
-        med = np.asarray([p["median"] for p in points], float)
-        lo = np.asarray([p["q1"] for p in points], float)
-        hi = np.asarray([p["q3"] for p in points], float)
-        colour = PALETTE[1 + j % (len(PALETTE) - 1)] / 255.0
+        med, lo, hi = (np.asarray([p[k] for p in points], float) for k in ("median", "q1", "q3"))
+        colour = _colour(j)
         ax.fill_between(x, lo, hi, color=colour, alpha=0.2, linewidth=0)
         ax.plot(x, med, marker="o", markersize=4, color=colour, label=name)
     n = max((len(p) for p in curves.values()), default=1)

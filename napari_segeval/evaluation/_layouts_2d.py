@@ -58,13 +58,8 @@ def _camus_split(root: Path) -> dict[str, str]:
 
 
 def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
-    """CAMUS echocardiography: ``patientXXXX_{2CH,4CH}_{ED,ES,half_sequence}[_gt]``; every
-    case's ``group`` is its patient.
-
-    Parameters
-    ----------
-    mode : {"frames", "sequences", "all"}
-        ED/ES 2D frames, the (half) sequences (videos ``(t, y, x)``), or both.
+    """CAMUS echocardiography: ``patientXXXX_{2CH,4CH}_{ED,ES,half_sequence}[_gt]``, each
+    case's ``group`` its patient; ``mode``: the ED/ES frames, the (half) sequences, or all.
     """
     if mode not in ("frames", "sequences", "all"):
         raise SegEvalError(f"CAMUS mode must be frames, sequences or all, got {mode!r}")
@@ -78,14 +73,10 @@ def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
         if (mode == "frames" and (not m or is_seq)) or (mode == "sequences" and not is_seq):
             continue
         patient = m.group("patient") if m else stem(image)
-        meta = {
-            "patient": patient,
-            "view": (m.group("view") or "") if m else "",
-            "phase": "sequence" if is_seq else phase.upper(),
-        }
-        specs.append(
-            spec(stem(image), image, gt, splits.get(patient, "train"), meta=meta, group=patient)
-        )
+        view = (m.group("view") or "") if m else ""
+        meta = {"patient": patient, "view": view, "phase": "sequence" if is_seq else phase.upper()}
+        split = splits.get(patient, "train")
+        specs.append(spec(stem(image), image, gt, split, meta=meta, group=patient))
     return specs
 
 
@@ -114,11 +105,9 @@ def _isic_metadata_rows(root: Path):
                 key = next((c for c in _ISIC_ID_COLUMNS if c in header), None)
                 if key is None or not any(c in header for c in _ISIC_GROUP_COLUMNS):
                     continue
-                for row in reader:
+                for raw in reader:
                     row = {
-                        (k or "").strip(): (v or "").strip()
-                        for k, v in row.items()
-                        if isinstance(v, str)
+                        (k or "").strip(): v.strip() for k, v in raw.items() if isinstance(v, str)
                     }
                     ids = [(c, row[c]) for c in _ISIC_GROUP_COLUMNS if row.get(c)]
                     if row.get(key) and ids:
@@ -168,9 +157,8 @@ def parse_isic(root: str | Path) -> list[CaseSpec]:
     """
     root = Path(root)
     files = _all_files(root)
-    masks = {
-        stem(p)[: -len("_segmentation")]: p for p in files if stem(p).endswith("_segmentation")
-    }
+    tail = "_segmentation"
+    masks = {stem(p).removesuffix(tail): p for p in files if stem(p).endswith(tail)}
     groups = isic_groups(root)
     spec, specs = spec_maker("isic", root, ISIC_STRUCTURES, "dermoscopy"), []
     for p in files:
@@ -190,11 +178,7 @@ def _is_neopolyp_mask(p: Path, root: Path) -> bool:
 def neopolyp_pairs(root: Path) -> list[tuple[Path, Path | None]]:
     """``(image, mask or None)``: masks named ``X_mask.*`` or inside a ``*_gt`` folder."""
     files = _all_files(root)
-    masks = {}
-    for p in files:
-        if _is_neopolyp_mask(p, root):
-            s = stem(p)
-            masks[s.removesuffix("_mask")] = p
+    masks = {stem(p).removesuffix("_mask"): p for p in files if _is_neopolyp_mask(p, root)}
     if not masks:
         return []
     return [(p, masks.get(stem(p))) for p in files if not _is_neopolyp_mask(p, root)]
@@ -212,16 +196,11 @@ def parse_neopolyp(root: str | Path) -> list[CaseSpec]:
 
 
 def parse_generic(root: str | Path, images: str = "*", labels: str | None = None) -> list[CaseSpec]:
-    """Paired folders: an image glob and a label pattern, both relative to ``root``.
+    """Paired folders: an image glob (``**`` recurses) and a label pattern, relative to ``root``.
 
-    Parameters
-    ----------
-    images
-        Glob for images (``"images/*.nii.gz"``; ``**`` recurses).
-    labels
-        Label path pattern with ``{stem}``, ``{name}`` (with extension) and ``{parent}``
-        (folder relative to root); glob characters allowed, the first match is used.
-        Files that are some image's label are not images. Without it, no labels.
+    ``labels`` may use ``{stem}``, ``{name}`` (with extension) and ``{parent}`` (folder
+    relative to root) and glob characters (the first match is used); files that are some
+    image's label are not images. Without it, no labels.
     """
     root = Path(root)
     inside(root, images)  # refuse patterns that leave the folder
@@ -233,14 +212,12 @@ def parse_generic(root: str | Path, images: str = "*", labels: str | None = None
             raise SegEvalError(
                 f"label pattern {labels!r}: {what} (fields: {{stem}}, {{name}}, {{parent}})"
             ) from exc
-    candidates = [Path(p) for p in _glob.glob(str(root / images), recursive=True)]
-    candidates = sorted(
-        (p for p in candidates if p.is_file() and suffix(p) in IMAGE_SUFFIXES),
-        key=lambda p: natural_key(str(p)),
-    )
-    found: dict[Path, Path | None] = {}
-    for p in candidates:
-        found[p] = _label_for(root, p, labels) if labels else None
+    candidates = map(Path, _glob.glob(str(root / images), recursive=True))
+    found: dict[Path, Path | None] = {
+        p: _label_for(root, p, labels) if labels else None
+        for p in sorted(candidates, key=lambda p: natural_key(str(p)))
+        if p.is_file() and suffix(p) in IMAGE_SUFFIXES
+    }
     label_files = {lab.resolve() for lab in found.values() if lab is not None}
     spec = spec_maker("generic", root)
     return [spec(stem(p), p, lab) for p, lab in found.items() if p.resolve() not in label_files]

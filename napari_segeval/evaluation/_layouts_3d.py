@@ -180,16 +180,7 @@ PARSERS = {
 
 
 def detect_3d(root: Path) -> str | None:
-    """The 3D layout of ``root`` by its names, or None.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "case_00000").mkdir()
-    >>> _ = (d / "case_00000" / "imaging.nii.gz").write_bytes(b"")
-    >>> detect_3d(d), detect_3d(pathlib.Path(tempfile.mkdtemp()))
-    ('kits23', None)
-    """
+    """The 3D layout of ``root`` by its names, or None."""
     if any((p / "segmentations").is_dir() and _nii(p, "ct") for p in root.glob("s*")):
         return "totalsegmentator"
     if any(_nii(p, "imaging") for p in _kits_root(root).glob("case_*")):
@@ -208,17 +199,6 @@ def read_structure_folder(folder: str | Path, structures: dict[int, str]):
 
     A structure without a file is absent; a mask on another grid raises
     :class:`~napari_segeval.GeometryMismatchError`; where masks overlap the higher id wins.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> from napari_segeval.io import write_labels, Geometry
-    >>> d = pathlib.Path(tempfile.mkdtemp()); g = Geometry.identity(3, (1.0, 1.0, 1.0))
-    >>> a = np.zeros((2, 3, 3), np.uint8); a[0, 0, 0] = 1
-    >>> _ = write_labels(d / "liver.nii.gz", a, g); _ = write_labels(d / "aorta.nii.gz", a[::-1], g)
-    >>> lab, geom = read_structure_folder(d, {1: "aorta", 2: "liver"})
-    >>> int(lab[0, 0, 0]), int(lab[1, 0, 0]), lab.dtype
-    (2, 1, dtype('uint8'))
     """
     from napari_segeval.io import read_labels
     from napari_segeval.io._validate import check_same_grid

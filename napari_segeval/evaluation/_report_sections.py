@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import _figures as F
@@ -29,14 +29,15 @@ def _cell(v, digits: int = 4) -> str:
     return f'<td class="t">{html.escape(str(v))}</td>'
 
 
-def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
-    """An HTML table; numbers right-aligned with a sort key, text escaped.
+def figure(alt: str, draw: Callable[[], str], missing: str = "") -> str:
+    """``<img>`` of the data URI ``draw()`` makes, or without matplotlib the note ``missing``."""
+    if not F.have_matplotlib():
+        return f'<p class="note">{missing}</p>'
+    return f'<img alt="{alt}" src="{draw()}">'
 
-    Examples
-    --------
-    >>> "<th" in table(["a"], [[1.5]]) and "1.5000" in table(["a"], [[1.5]])
-    True
-    """
+
+def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
+    """An HTML table; numbers right-aligned with a sort key, text escaped."""
     head = "".join(f'<th class="t">{html.escape(h)}</th>' for h in headers)
     body = "".join("<tr>" + "".join(_cell(v) for v in r) + "</tr>" for r in rows)
     cls = ' class="sortable"' if sortable else ""
@@ -97,13 +98,11 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
             + table(cols, [[t[c] for c in cols] for t in comp[metric]])
         )
     if not F.have_matplotlib():
-        parts.append('<p class="note">The per-model box plots need matplotlib.</p>')
-        return parts
+        return [*parts, '<p class="note">The per-model box plots need matplotlib.</p>']
     for cond in conditions(rows):
         groups = dice_groups([r for r in rows if r["condition"] == cond], "model")
-        uri = F.boxplot_uri(
-            groups, "DSC", order=models, dots=True, title=f"DSC per structure and model ({cond})"
-        )
+        title = f"DSC per structure and model ({cond})"
+        uri = F.boxplot_uri(groups, "DSC", order=models, dots=True, title=title)
         parts.append(f'<img alt="DSC per structure and model, {html.escape(cond)}" src="{uri}">')
     return parts
 
@@ -125,16 +124,12 @@ def dice_vs_uncertainty(rows: list[dict]) -> str:
         f"{c['pearson']:.3f}, Spearman &rho; = {c['spearman']:.3f}"
         " (negative: more uncertain cases score lower Dice).</p>"
     )
-    if not F.have_matplotlib():
-        return text + '<p class="note">The scatter plot needs matplotlib.</p>'
-    uri = F.scatter_uri(
-        x,
-        y,
-        "uncertainty score",
-        "mean Dice",
-        f"Pearson r = {c['pearson']:.3f}, Spearman = {c['spearman']:.3f}",
+    title = f"Pearson r = {c['pearson']:.3f}, Spearman = {c['spearman']:.3f}"
+    return text + figure(
+        "Dice against uncertainty",
+        lambda: F.scatter_uri(x, y, "uncertainty score", "mean Dice", title),
+        "The scatter plot needs matplotlib.",
     )
-    return text + f'<img alt="Dice against uncertainty" src="{uri}">'
 
 
 def uncertainty_tables(results: dict) -> str:
@@ -149,25 +144,11 @@ def uncertainty_tables(results: dict) -> str:
             "trained with the dynamic uncertainty-aware loss). AUV energy spectrum: "
             f"{energy}.</p>"
             + table(
+                ["condition", "training cases", "removed", "loss"]
+                + ["Dice %", "mIoU %", "test cases"],
                 [
-                    "condition",
-                    "training cases",
-                    "removed",
-                    "loss",
-                    "Dice %",
-                    "mIoU %",
-                    "test cases",
-                ],
-                [
-                    [
-                        k,
-                        v.get("n_train"),
-                        ", ".join(v.get("removed") or []) or "-",
-                        v.get("loss") or "ce-dice",
-                        v.get("dice"),
-                        v.get("iou"),
-                        v.get("n_cases"),
-                    ]
+                    [k, v.get("n_train"), ", ".join(v.get("removed") or []) or "-"]
+                    + [v.get("loss") or "ce-dice", v.get("dice"), v.get("iou"), v.get("n_cases")]
                     for k, v in conds.items()
                 ],
                 sortable=False,
@@ -222,44 +203,37 @@ def failure_measures(rc: dict) -> str:
     )
 
 
-_FOLD_HEADERS = ["metric", "mean %", "std %", "folds %"]
-
-
 def fold_tables(results: dict) -> str:
     """``cv5-2d``: the headline class averages (mean +- std over folds) and the other reading."""
     head = results.get("headline")
     if not isinstance(head, dict) or "dice" not in results:
         return ""
 
-    def rows(block: dict, names: dict) -> list[list]:
-        return [
+    def rows(block: dict, names: dict) -> str:
+        avg = {m: block[m]["average"] for m in ("dice", "iou", "recall", "precision") if m in block}
+        body = [
             [
                 names.get(m, m),
-                block[m]["average"].get("mean"),
-                block[m]["average"].get("std"),
-                ", ".join(f"{v:.2f}" for v in block[m]["average"].get("folds") or []),
+                a.get("mean"),
+                a.get("std"),
+                ", ".join(f"{v:.2f}" for v in a.get("folds") or []),
             ]
-            for m in ("dice", "iou", "recall", "precision")
-            if m in block
+            for m, a in avg.items()
         ]
+        return table(["metric", "mean %", "std %", "folds %"], body, sortable=False)
 
     parts = [
-        (
-            f"<h2>Cross-validation: {html.escape(str(head.get('reading')))}</h2>"
-            f"<p>{html.escape(str(head.get('definition', '')))}.</p>"
-        ),
-        table(_FOLD_HEADERS, rows(results, head["names"]), sortable=False),
+        f"<h2>Cross-validation: {html.escape(str(head.get('reading')))}</h2>"
+        f"<p>{html.escape(str(head.get('definition', '')))}.</p>" + rows(results, head["names"])
     ]
     for key in ("per_image", "accumulated"):
         other = results.get(key)
         if isinstance(other, dict) and "names" in other:
-            parts += [
-                (
-                    f"<p>Secondary figure, {html.escape(key.replace('_', '-'))}: "
-                    f"{html.escape(str(other.get('definition', '')))}.</p>"
-                ),
-                table(_FOLD_HEADERS, rows(other, other["names"]), sortable=False),
-            ]
+            parts.append(
+                f"<p>Secondary figure, {html.escape(key.replace('_', '-'))}: "
+                f"{html.escape(str(other.get('definition', '')))}.</p>"
+                + rows(other, other["names"])
+            )
     return "".join(parts)
 
 
@@ -278,11 +252,7 @@ def robust_section(results: dict) -> list[str]:
         ]
     if not rows:
         return []
-    head = (["model"] if "by_model" in results else []) + [
-        "condition",
-        "robust fraction",
-        "robust accuracy",
-    ]
+    head = ["model"] * ("by_model" in results) + ["condition", "robust fraction", "robust accuracy"]
     return [
         "<h2>Robust fraction</h2>",
         f"<p>{html.escape(rule)}</p>" if rule else "",
@@ -295,13 +265,7 @@ def robust_section(results: dict) -> list[str]:
 
 
 def _per_round(c: dict) -> str:
-    """``"r1 7% · r2 3%"``: the share of structures whose Dice fell in each round.
-
-    Examples
-    --------
-    >>> _per_round({"falls_per_round": [0.07, 0.5]}), _per_round({})
-    ('r1 7% · r2 50%', '')
-    """
+    """``"r1 7% · r2 3%"``: the share of structures whose Dice fell in each round."""
     return " · ".join(f"r{k} {f:.0%}" for k, f in enumerate(c.get("falls_per_round") or [], 1))
 
 
@@ -316,15 +280,8 @@ def rounds_rows(conds: Mapping[str, dict]) -> tuple[list[list], list[list]]:
         for p in c["curve"]
     ]
     curve = [
-        [
-            cond,
-            c["n_structures"],
-            c["auc"]["median"],
-            c["noi"]["mean"],
-            c["noi"]["median"],
-            c["reached"],
-            c["falls"],
-        ]
+        [cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"], c["noi"]["median"]]
+        + [c["reached"], c["falls"]]
         for cond, c in conds.items()
     ]
     return per_round, curve
@@ -356,28 +313,20 @@ def rounds_section(results: dict, rows: list[dict]) -> str:
     tables = table(
         ["condition", "round", "n", "median Dice", "q1", "q3"], body, sortable=False
     ) + table(
-        [
-            "condition",
-            "structures",
-            "AUC (median)",
-            "NoI mean",
-            "NoI median",
-            f"reach {target:g}",
-            "Dice falls (any round)",
-            "falls per round",
-        ],
+        ["condition", "structures", "AUC (median)", "NoI mean", "NoI median", f"reach {target:g}"]
+        + ["Dice falls (any round)", "falls per round"],
         summary,
         sortable=False,
     )
-    if not F.have_matplotlib():
-        return text + '<p class="note">The plot needs matplotlib.</p>' + tables
-    uri = F.curves_uri(
-        {cond: c["curve"] for cond, c in conds.items()},
-        "correction round",
-        METRICS["dice"].title,
-        f"model {', '.join(models)}",
+    curves = {cond: c["curve"] for cond, c in conds.items()}
+    plot = figure(
+        "Dice against correction round",
+        lambda: F.curves_uri(
+            curves, "correction round", METRICS["dice"].title, f"model {', '.join(models)}"
+        ),
+        "The plot needs matplotlib.",
     )
-    return text + f'<img alt="Dice against correction round" src="{uri}">' + tables
+    return text + plot + tables
 
 
 def worklist_section(rows: list[dict], slices: list[dict], n: int = 20) -> list[str]:

@@ -83,6 +83,18 @@ class CaseSpec:
         d["structures"] = {int(k): v for k, v in (d.get("structures") or {}).items()}
         return cls(**d)
 
+    def moved(self, old: str, new: str) -> CaseSpec:
+        """The spec with its paths under folder ``old`` moved to folder ``new`` (others kept)."""
+
+        def move(p: str) -> str:
+            ap = os.path.abspath(p) if p and old else ""
+            if not ap or os.path.commonpath([ap, old]) != old:
+                return p
+            return os.path.join(new, os.path.relpath(ap, old))
+
+        labels = None if self.labels is None else move(self.labels)
+        return replace(self, images=tuple(map(move, self.images)), labels=labels, root=new)
+
     def reader_color_table(self) -> dict | None:
         """The colour table in the reader's form ``{(r, g, b): (id, name)}``.
 
@@ -111,13 +123,6 @@ def spec_maker(
     """``spec(case, images, labels, split="train", **extra)``: a :class:`CaseSpec` of ``layout``
     in ``root`` with the data set's names, colours, modality and ``meta`` (copies per case);
     ``images`` is one path or a tuple of them, ``labels`` a path or None.
-
-    Examples
-    --------
-    >>> spec = spec_maker("isic", "/d", {1: "lesion"}, "dermoscopy")
-    >>> s = spec("a", Path("/d/a.jpg"), None, "test", group="p")
-    >>> s.images, s.labels, s.structures, s.split, s.group
-    (('/d/a.jpg',), None, {1: 'lesion'}, 'test', 'p')
     """
 
     def spec(case: str, images, labels, split: str = "train", **extra) -> CaseSpec:
@@ -140,15 +145,6 @@ def inside(root: str | Path, relative: str) -> Path:
     ------
     SegEvalError
         The path leaves the data-set folder.
-
-    Examples
-    --------
-    >>> inside("/data/Task01", "./imagesTr/a.nii.gz").as_posix()
-    '/data/Task01/imagesTr/a.nii.gz'
-    >>> inside("/data/Task01", "../../etc/passwd")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: path '../../etc/passwd' escapes the data-set folder /data/Task01
     """
     root_n = os.path.normpath(os.path.abspath(root))
     rel = str(relative).replace("\\", "/")

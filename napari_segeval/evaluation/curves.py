@@ -13,14 +13,8 @@ from napari_segeval.metrics.catalog import as_float, mean, percentiles, scored
 
 def _quartiles(values: Iterable[float]) -> dict:
     a = scored(values)
-    q1, med, q3 = percentiles(a, [25, 50, 75])
-    return {
-        "n": int(a.size),
-        "median": float(med),
-        "q1": float(q1),
-        "q3": float(q3),
-        "mean": mean(a),
-    }
+    q1, med, q3 = map(float, percentiles(a, [25, 50, 75]))
+    return {"n": int(a.size), "median": med, "q1": q1, "q3": q3, "mean": mean(a)}
 
 
 def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]]:
@@ -29,10 +23,8 @@ def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]
     for r in rows:
         k = int(r["round"])
         if 0 <= k <= rounds:
-            curve = out.setdefault(
-                (r["condition"], r["case"], r["structure"]), [math.nan] * (rounds + 1)
-            )
-            curve[k] = as_float(r.get("dice"))
+            key = (r["condition"], r["case"], r["structure"])
+            out.setdefault(key, [math.nan] * (rounds + 1))[k] = as_float(r.get("dice"))
     return out
 
 
@@ -41,29 +33,23 @@ def curve_area(curve: Sequence[float]) -> float:
     Dice without correction rounds).
     """
     a = np.asarray(curve, float)
-    if a.size == 1:
-        return float(a[0])
-    return float(((a[1:] + a[:-1]) / 2).sum() / (a.size - 1))
+    return float(a[0]) if a.size == 1 else float(((a[1:] + a[:-1]) / 2).sum() / (a.size - 1))
 
 
 def rounds_to_reach(curve: Sequence[float], target: float = 0.9) -> int:
     """NoI: the first round whose Dice is at least ``target``; ``len(curve)`` (the cap)
     when none reaches it.
     """
-    for k, d in enumerate(curve):
-        if as_float(d) >= target:
-            return k
-    return len(curve)
+    return next((k for k, d in enumerate(curve) if as_float(d) >= target), len(curve))
 
 
 def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9) -> dict:
     """The ``interactive`` protocol's numbers per condition, over (case, structure) pairs.
 
     ``curve``: Dice quartiles after each round 0..K; ``auc``: :func:`curve_area`; ``noi``:
-    :func:`rounds_to_reach` (capped at K + 1); ``reached``: the fraction reaching
-    ``target`` within K rounds; ``falls``: the fraction whose Dice ever falls between
-    rounds; ``falls_per_round``: that fraction per round 1..K; ``per_structure``: each
-    structure's median curve.
+    :func:`rounds_to_reach` (capped at K + 1); ``reached``/``falls``: the fractions reaching
+    ``target`` within K rounds / whose Dice ever falls (``falls_per_round``: per round);
+    ``per_structure``: each structure's median curve.
     """
     curves = dice_curves(rows, rounds)
     conditions = sorted({c for c, _, _ in curves}, key=lambda c: (c != CLEAN, c))
@@ -119,14 +105,6 @@ def round_rows(rows: Sequence[Mapping], models: bool = False) -> list:
 
     Each row gets its prediction's ``key`` (with its model when ``models``) and, as
     ``condition``, the key's :meth:`~napari_segeval.evaluation.keys.PredictionKey.label`.
-
-    Examples
-    --------
-    >>> rows = [{"condition": "clean", "round": r} for r in (0, 1, 2)]
-    >>> [r["condition"] for r in round_rows(rows)]
-    ['clean', 'clean round 2']
-    >>> [str(r["key"]) for r in round_rows([{**r, "model": "m"} for r in rows], models=True)]
-    ['clean @ m', 'round2:clean @ m']
     """
     from napari_segeval.evaluation.keys import PredictionKey
 

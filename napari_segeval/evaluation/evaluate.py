@@ -20,19 +20,6 @@ from napari_segeval.evaluation.runner import RunResult, execute
 from napari_segeval.evaluation.store import load_records
 
 
-def model_precisions(params: Any) -> dict[str, str]:
-    """The precision each model of a promptable run computes in on this machine
-    (:func:`~napari_segeval.models.registry.precision_of`), for ``run.json``.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation.protocols._promptable import Medsam2Params
-    >>> model_precisions(Medsam2Params(model="threshold", device="cpu"))
-    {'threshold': 'fp32'}
-    """
-    return params.precisions()
-
-
 def run_evaluation(
     data: str | os.PathLike | Sequence[CaseSpec],
     protocol: str | Protocol,
@@ -124,7 +111,7 @@ def run_evaluation(
         "save_predictions": bool(save_predictions),
     }
     if "precision" in p.names():  # what auto chose here: said, not part of the recipe
-        run_info["precision"] = model_precisions(p)
+        run_info["precision"] = p.precisions()
     store.check_run(out, run_info, resume)
     if not resume:
         store.clear_cases(out)

@@ -1,10 +1,7 @@
 """Prediction files of a results folder: ``DIR/predictions/<safe case id>/<safe key>.<ext>``.
 
-``<safe key>`` is :func:`~napari_segeval.evaluation.store.case_filename` of the record's
-``files`` key; the format follows the source image
-(:func:`napari_segeval.io._formats.output_formats`). The worker running a case encodes
-each array into its final file's bytes (:func:`encode_arrays`); the calling process,
-the results folder's one writer, writes them before the case record.
+The worker running a case encodes each array into its file's bytes (:func:`encode_arrays`);
+the calling process, the folder's one writer, writes them before the case record.
 """
 
 from __future__ import annotations
@@ -22,28 +19,13 @@ PREDICTIONS = "predictions"
 
 
 def relative_path(case_id: str, key: str | PredictionKey, ext: str) -> str:
-    """``predictions/<safe case>/<safe key><ext>`` (POSIX separators, relative to DIR).
-
-    Examples
-    --------
-    >>> relative_path("abd_001", "clean", ".nii.gz")
-    'predictions/abd_001/clean.nii.gz'
-    """
+    """``predictions/<safe case>/<safe key><ext>`` (POSIX separators, relative to DIR)."""
     return f"{PREDICTIONS}/{case_filename(case_id)}/{case_filename(str(key))}{ext}"
 
 
 def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:
-    """Encode a case's arrays as file contents: ``{key: (relative path, bytes)}``.
-
-    Each array goes through :func:`napari_segeval.io.write_labels` or
-    :func:`~napari_segeval.io.write_image` (with the source geometry) into a temporary
-    folder, and its bytes are read back.
-
-    Parameters
-    ----------
-    case_id
-    arrays
-        From the protocol (:class:`~napari_segeval.evaluation.protocols.CaseArrays`).
+    """A case's arrays (a protocol's CaseArrays) as file contents ``{key: (relative path,
+    bytes)}``, written with the source geometry in the source's format.
     """
     from napari_segeval.io import write_image, write_labels
     from napari_segeval.io._formats import output_formats

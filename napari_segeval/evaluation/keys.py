@@ -29,6 +29,17 @@ _ROUND = re.compile(r"round([1-9]\d*):")
 _RESERVED = re.compile(r"(perturbed|perturbation|round\d+):")
 
 
+def _nameable(text: object) -> bool:
+    return isinstance(text, str) and bool(text) and MODEL_SEPARATOR not in text
+
+
+def _unnameable(what: str, text: object, begin: str) -> SegEvalError:
+    return SegEvalError(
+        f"{what} {text!r} cannot name a prediction: it must be non-empty text without "
+        f"{MODEL_SEPARATOR!r} that does not begin with {begin}"
+    )
+
+
 class FileKind(Enum):
     """What a key's file holds: a label map, or one of an attack's two float images."""
 
@@ -74,28 +85,10 @@ class PredictionKey:
 
     def __post_init__(self) -> None:
         cond, model, k = self.condition, self.model, self.round
-        if (
-            not isinstance(cond, str)
-            or not cond
-            or MODEL_SEPARATOR in cond
-            or _RESERVED.match(cond)
-        ):
-            raise SegEvalError(
-                f"condition {cond!r} cannot name a prediction: it must be "
-                f"non-empty text without {MODEL_SEPARATOR!r} that does not "
-                "begin with 'perturbed:', 'perturbation:' or 'round<k>:'"
-            )
-        if model is not None and (
-            not isinstance(model, str)
-            or not model
-            or MODEL_SEPARATOR in model
-            or model.startswith("@ ")
-        ):
-            raise SegEvalError(
-                f"model {model!r} cannot name a prediction: it must be "
-                f"non-empty text without {MODEL_SEPARATOR!r} that does not "
-                "begin with '@ '"
-            )
+        if not _nameable(cond) or _RESERVED.match(cond):
+            raise _unnameable("condition", cond, "'perturbed:', 'perturbation:' or 'round<k>:'")
+        if model is not None and (not _nameable(model) or model.startswith("@ ")):
+            raise _unnameable("model", model, "'@ '")
         if k is not None:
             if isinstance(k, bool) or int(k) != k or int(k) < 0:
                 raise SegEvalError(f"round {k!r} of a prediction must be a whole number >= 0")
@@ -126,9 +119,7 @@ class PredictionKey:
         if isinstance(text, PredictionKey):
             return text
         body, sep, named = str(text).rpartition(MODEL_SEPARATOR)
-        model: str | None = named
-        if not sep:
-            body, model = named, None
+        body, model = (body, named) if sep else (named, None)
         kind = FileKind.LABELS
         head, colon, rest = body.partition(":")
         if colon and head in {k.value for k in IMAGE_KINDS}:
@@ -179,11 +170,7 @@ class PredictionKey:
         >>> PredictionKey("clean", 5).label(), PredictionKey("pgd", 2, "builtin").label()
         ('clean round 5', 'pgd @ builtin round 2')
         """
-        text = (
-            self.condition
-            if self.model is None
-            else f"{self.condition}{MODEL_SEPARATOR}{self.model}"
-        )
+        text = str(replace(self, round=None, kind=FileKind.LABELS))
         return text if self.round is None else f"{text} round {self.round}"
 
 

@@ -7,6 +7,7 @@ outside the data-set folder becomes a case whose ``error`` says so.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -25,11 +26,6 @@ def channel_meta(dataset_json: dict) -> dict:
 
     A case of such a data set is one multi-channel volume (one file per channel, or one 4D
     file: MSD BrainTumour); without this entry a 4D file is a time series.
-
-    Examples
-    --------
-    >>> channel_meta({"modality": {"0": "T2", "1": "ADC"}}), channel_meta({"modality": {"0": "CT"}})
-    ({'channel_names': ['T2', 'ADC']}, {})
     """
     from napari_segeval.io._dataset_json import dataset_channels
 
@@ -43,13 +39,8 @@ def _files(folder: Path) -> list[Path]:
 
 
 def _channel_files(folder: Path, case: str, ending: str) -> tuple[str, ...]:
-    chans = []
-    for i in range(1000):
-        p = folder / f"{case}_{i:04d}{ending}"
-        if not p.exists():
-            break
-        chans.append(str(p))
-    return tuple(chans)
+    paths = (folder / f"{case}_{i:04d}{ending}" for i in range(1000))
+    return tuple(str(p) for p in itertools.takewhile(Path.exists, paths))
 
 
 def _msd_images(root: Path, entry: str) -> tuple[tuple[str, ...], str]:
@@ -155,14 +146,8 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
                 if ext != ending:
                     continue
                 lab = root / lab_dir / f"{case}{ending}"
-                err = (
-                    None
-                    if len(chans) == n_chan
-                    else (
-                        f"{root / img_dir}: case {case} has {len(chans)} channel files, "
-                        f"dataset.json names {n_chan}"
-                    )
-                )
+                err = f"{root / img_dir}: case {case} has {len(chans)} channel files, "
+                err = None if len(chans) == n_chan else f"{err}dataset.json names {n_chan}"
                 specs.append(spec(case, chans, lab if lab.exists() else None, split, error=err))
     specs = _unique(specs)
     splits_file = root / "splits_final.json"
@@ -240,8 +225,7 @@ def load_layout(
     Parameters
     ----------
     images, labels
-        Generic layout: image glob and label pattern
-        (:func:`~napari_segeval.evaluation._layouts_2d.parse_generic`).
+        Generic layout: image glob and label pattern (``parse_generic``).
     camus_mode : {"frames", "sequences", "all"}, optional
         CAMUS: ED/ES frames, half sequences, or both (default: frames, else sequences).
     """
@@ -250,13 +234,8 @@ def load_layout(
     root = Path(root).absolute()
     if not root.is_dir():
         raise ReadError(f"{root}: data-set folder not found")
-    parsers = {
-        "msd": parse_msd,
-        "nnunet": parse_nnunet,
-        "isic": l2.parse_isic,
-        "neopolyp": l2.parse_neopolyp,
-        **PARSERS,
-    }
+    parsers = {"msd": parse_msd, "nnunet": parse_nnunet, "isic": l2.parse_isic, **PARSERS}
+    parsers["neopolyp"] = l2.parse_neopolyp
     layout = layout or detect_layout(root)
     if layout == "camus":
         specs = l2.parse_camus(root, mode=camus_mode or "frames")

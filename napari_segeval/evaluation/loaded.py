@@ -1,10 +1,8 @@
 """One case of a results folder read for browsing: its files, in parallel, with its counts.
 
-The slow part of opening a case in the viewer, arranged for a few cores: files are read
-in a thread pool; of an attack's two float images only the perturbation is read and the
-perturbed image computed as the attack did (bit for bit the saved file, one float
-inflate saved); the Dice panel's overlap counters are made while the float images
-still inflate.
+Files are read in a thread pool; of an attack's two float images only the perturbation is
+read and the perturbed image computed as the attack did (bit for bit the saved file); the
+Dice panel's overlap counters are made while the float images still inflate.
 """
 
 from __future__ import annotations
@@ -18,64 +16,85 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval._errors import SegEvalError
+from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval._names import CLEAN
-from napari_segeval.evaluation.keys import FileKind, PredictionKey, is_image_key
+from napari_segeval.evaluation.keys import IMAGE_KINDS, FileKind, PredictionKey, is_image_key
 from napari_segeval.io._formats import output_formats
 
 
 @dataclass
 class LoadedCase:
-    """One case of a results folder, read and checked, ready to show.
-
-    Attributes
-    ----------
-    case_id : str
-    case : Case
-        Source image and reference labels with geometry and structure names.
-    predictions : dict of str to numpy.ndarray
-        Prediction key -> saved label map (clean first).
-    focus : str or None
-        The attacked condition whose perturbed image is loaded.
-    perturbed, perturbation : numpy.ndarray or None
-        Float32, raw units, on the case's grid (the channel of ``case.image``).
-    perturbation_range : float
-        Largest absolute perturbation value (0 without one).
-    label_ext : str
-        The file suffix corrections of this case are saved with.
-    files : dict of str to str
-        ``image``, ``reference`` and every file of the record.
-    counters : dict of str to LiveMetrics
-        Overlap counts of the reference against the two predictions of :attr:`pair`.
-    pair : tuple of (str or None, str or None)
-        The two predictions shown side by side (:func:`compare_pair`).
-    """
+    """One case of a results folder, read and checked, ready to show."""
 
     case_id: str
-    case: Any
-    predictions: dict[str, np.ndarray]
-    focus: str | None = None
+    case: Any  #: a Case: image, reference labels, geometry and structure names
+    predictions: dict[str, np.ndarray]  #: prediction key -> saved label map (clean first)
+    focus: str | None = None  #: the attacked condition whose perturbed image is loaded
+    #: float32, raw units, on the case's grid (the channel of ``case.image``)
     perturbed: np.ndarray | None = None
     perturbation: np.ndarray | None = None
-    perturbation_range: float = 0.0
-    label_ext: str = ".nii.gz"
-    files: dict[str, str] = field(default_factory=dict)
+    perturbation_range: float = 0.0  #: largest absolute perturbation value (0 without one)
+    label_ext: str = ".nii.gz"  #: the suffix corrections of this case are saved with
+    files: dict[str, str] = field(default_factory=dict)  #: image, reference, record files
+    #: overlap counts of the reference against the two predictions of :attr:`pair`
     counters: dict[str, Any] = field(default_factory=dict)
-    pair: tuple[str | None, str | None] = (CLEAN, None)
+    pair: tuple[str | None, str | None] = (CLEAN, None)  #: shown side by side (compare_pair)
+
+
+class MissingFilesError(ReadError):
+    """Files a case record needs are missing or moved (``missing``: their paths; ``data``:
+    some are data-set files that ``ResultsFolder.remap_data`` can find).
+    """
+
+    def __init__(self, case_id: str, missing: list[str], data: bool, hint: str = "") -> None:
+        self.case_id, self.missing, self.data = case_id, list(missing), data
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        super().__init__(
+            f"case {case_id}: missing or moved files: {', '.join(missing[:3])}{more}{hint}"
+        )
+
+
+def focus_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
+    """The prediction in focus among a record's ``files``: ``focus`` if saved, else the first
+    attack, else any (None without predictions).
+    """
+    keys = {k: PredictionKey.parse(k) for k in files}
+    keys = {k: p for k, p in keys.items() if not p.is_image and k != CLEAN}
+    if focus is not None and str(focus) in keys:
+        return str(focus)
+    attacked = [k for k, p in keys.items() if not p.is_clean]
+    return (attacked or list(keys) or [None])[0]
+
+
+def case_paths(
+    case_id: str, spec: Any, channel: int, record: Mapping, focus: Any, root: Path
+) -> dict[str, Path]:
+    """Paths a load of a case reads (``image``, ``reference``, file keys; of the focus's
+    float images only :func:`float_key`'s); raises :class:`MissingFilesError` listing every
+    missing one.
+    """
+    paths = {"image": Path(spec.images[min(channel, len(spec.images) - 1)])}
+    if spec.labels:
+        paths["reference"] = Path(spec.labels)
+    files = record.get("files") or {}
+    wanted = float_key(files, focus_key(files, focus))
+    paths.update({k: root / rel for k, rel in files.items() if not is_image_key(k) or k == wanted})
+    data = [str(p) for k, p in paths.items() if k in ("image", "reference") and not p.exists()]
+    saved = [
+        str(p) for k, p in paths.items() if k not in ("image", "reference") and not p.is_file()
+    ]
+    if data or saved:
+        hint = (
+            " (data set moved? choose its new folder with 'Locate data folder')"
+            if data
+            else " (prediction files deleted or moved out of the results folder)"
+        )
+        raise MissingFilesError(case_id, data + saved, bool(data), hint)
+    return paths
 
 
 def float_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
-    """The float image of ``focus`` a load reads: its perturbation, else its perturbed image.
-
-    Examples
-    --------
-    >>> float_key({"perturbed:pgd": "a", "perturbation:pgd": "b"}, "pgd")
-    'perturbation:pgd'
-    >>> float_key({"perturbed:pgd": "a"}, "pgd"), float_key({}, None)
-    ('perturbed:pgd', None)
-    >>> float_key({"perturbed:pgd": "a"}, "round2:pgd")  # an interactive run's round
-    'perturbed:pgd'
-    """
+    """The float image of ``focus`` a load reads: its perturbation, else its perturbed image."""
     if focus is None:
         return None
     for kind in (FileKind.PERTURBATION, FileKind.PERTURBED):
@@ -98,31 +117,14 @@ def on_grid(array: np.ndarray, case: Any, channel: int) -> np.ndarray:
     return np.asarray(array, np.float32)
 
 
-def _chunks(n: int, parts: int) -> list[slice]:
-    step = max(1, -(-n // parts))
-    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
-
-
 def both_images(
-    image: np.ndarray,
-    perturbed: np.ndarray | None,
-    perturbation: np.ndarray | None,
-    pool: ThreadPoolExecutor | None = None,
+    image: np.ndarray, perturbed: Any, perturbation: Any, pool: ThreadPoolExecutor | None = None
 ) -> tuple[Any, Any]:
     """``(perturbed image, perturbation)`` from whichever of the two was read.
 
     The perturbed image is float32 image + perturbation, as the attack computed it (with
     a ``pool``, split across its threads); from a perturbed image alone the perturbation
     is ``perturbed - image``.
-
-    Examples
-    --------
-    >>> img = np.array([[-1000, 40]], np.int16)
-    >>> p, d = both_images(img, None, np.array([[0.5, -0.25]], np.float32))
-    >>> p.tolist(), d.tolist()
-    ([[-999.5, 39.75]], [[0.5, -0.25]])
-    >>> both_images(img, p, None)[1].tolist()
-    [[0.5, -0.25]]
     """
     image = np.asarray(image)
     if perturbation is not None:
@@ -133,7 +135,8 @@ def both_images(
         def part(s: slice) -> None:  # int -> float32 is exact, then one float32 add
             np.add(image[s], add[s], out=out[s], dtype=np.float32, casting="unsafe")
 
-        parts = _chunks(image.shape[0], 4)
+        step = max(1, -(-image.shape[0] // 4))  # four chunks of rows
+        parts = [slice(i, i + step) for i in range(0, image.shape[0], step)]
         list(pool.map(part, parts) if pool is not None else map(part, parts))
         return out, d
     if perturbed is not None:
@@ -144,13 +147,7 @@ def both_images(
 
 
 def largest_magnitude(a: np.ndarray | None) -> float:
-    """``max |a|`` without a temporary array (0 for None or empty).
-
-    Examples
-    --------
-    >>> largest_magnitude(np.array([0.5, -2.0])), largest_magnitude(None)
-    (2.0, 0.0)
-    """
+    """``max |a|`` without a temporary array (0 for None or empty)."""
     if a is None or not a.size:
         return 0.0
     return float(max(abs(float(np.nanmax(a))), abs(float(np.nanmin(a)))))
@@ -164,18 +161,6 @@ def compare_pair(
     One model: the clean prediction and the attack in focus (else the first attack).
     Several models: an attack with its model's clean prediction; a model's clean
     prediction with ``other`` when given, else with the next model's.
-
-    Examples
-    --------
-    >>> compare_pair(["clean", "pgd", "fgsm"], None), compare_pair(["clean", "pgd", "fgsm"], "fgsm")
-    (('clean', 'pgd'), ('clean', 'fgsm'))
-    >>> keys = ["clean @ a", "pgd @ a", "clean @ b", "pgd @ b"]
-    >>> compare_pair(keys, "clean @ a"), compare_pair(keys, "pgd @ b")
-    (('clean @ a', 'clean @ b'), ('clean @ b', 'pgd @ b'))
-    >>> compare_pair(keys, "clean @ b"), compare_pair(keys, "clean @ a", other="pgd @ b")
-    (('clean @ b', 'clean @ a'), ('clean @ a', 'pgd @ b'))
-    >>> compare_pair(keys + ["round1:clean @ b"], "round1:clean @ b")  # against its round 0
-    ('clean @ b', 'round1:clean @ b')
     """
     parsed = {k: PredictionKey.parse(k) for k in keys}
     keys = list(parsed)
@@ -206,11 +191,8 @@ def counters(
     """
     from napari_segeval.metrics import LiveMetrics
 
-    ref = case.labels
-    out: dict[str, Any] = {}
-    if ref is None:
-        return out
-    for cond, key in ((first, CLEAN), (focus, "attacked")):
+    ref, out = case.labels, {}
+    for cond, key in ((first, CLEAN), (focus, "attacked")) if ref is not None else ():
         pred = predictions.get(cond) if cond else None
         if pred is not None and pred.shape == ref.shape:
             try:
@@ -218,10 +200,6 @@ def counters(
             except (SegEvalError, MemoryError, ValueError):
                 continue  # the Dice panel counts again and shows what is wrong
     return out
-
-
-def _image_of(key: PredictionKey | None, kind: FileKind) -> str | None:
-    return None if key is None else str(key.image(kind))
 
 
 def read_case_files(
@@ -236,21 +214,15 @@ def read_case_files(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> LoadedCase:
-    """Read a checked case (``paths`` from ``check_files``) into a :class:`LoadedCase`.
-
-    Raises
-    ------
-    SegEvalError
-        A file that does not match the image's grid.
+    """Read a checked case (``paths`` from :func:`case_paths`) into a :class:`LoadedCase`;
+    SegEvalError for a file that does not match the image's grid.
     """
     from napari_segeval.evaluation.protocols._common import load_case
     from napari_segeval.io import read_image, read_labels
 
     keys = [k for k in paths if k not in ("image", "reference")]
-    labels = [k for k in keys if not is_image_key(k)]
-    floats = [k for k in keys if is_image_key(k)]
-    total = 1 + len(keys)
-    done = [0]
+    labels, floats = [k for k in keys if not is_image_key(k)], [k for k in keys if is_image_key(k)]
+    total, done = 1 + len(keys), [0]
 
     def read(key: str):
         check_cancel(cancel, "loading the case")
@@ -295,43 +267,28 @@ def read_case_files(
                 check(key, images[key], case.image.shape)
             check_cancel(cancel, "loading the case")
             attacked = None if focus is None else PredictionKey.parse(focus).first_round()
+            both = [str(attacked.image(kind)) if attacked else None for kind in IMAGE_KINDS]
             perturbed, pert = both_images(
-                case.image,
-                images.get(_image_of(attacked, FileKind.PERTURBED)),
-                images.get(_image_of(attacked, FileKind.PERTURBATION)),
-                pool,
+                case.image, images.get(both[0]), images.get(both[1]), pool
             )
             counted = counting.result()
         except BaseException:  # an error or cancel: drop the reads not started yet
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     files = {k: str(p) for k, p in paths.items()}
-    files.update(
-        {
-            k: str(root / rel)
-            for k, rel in record_files.items()
-            if attacked is not None
-            and is_image_key(k)
-            and PredictionKey.parse(k).labels() == attacked
-        }
-    )
-    return LoadedCase(
-        case_id,
-        case,
-        preds,
-        focus,
-        perturbed,
-        pert,
-        largest_magnitude(pert),
-        output_formats(str(case.image_path or spec.images[0]), case.axes)[0],
-        files,
-        counted,
-        pair,
-    )
+    for name, rel in record_files.items():
+        if attacked and is_image_key(name) and PredictionKey.parse(name).labels() == attacked:
+            files[name] = str(root / rel)
+    ext = output_formats(str(case.image_path or spec.images[0]), case.axes)[0]
+    mag = largest_magnitude(pert)
+    return LoadedCase(case_id, case, preds, focus, perturbed, pert, mag, ext, files, counted, pair)
 
 
 __all__ = [
     "LoadedCase",
+    "MissingFilesError",
+    "case_paths",
+    "focus_key",
     "both_images",
     "compare_pair",
     "counters",

@@ -27,6 +27,7 @@ from napari_segeval.evaluation._report_sections import (
     conditions,
     dice_groups,
     dice_vs_uncertainty,
+    figure,
     fold_tables,
     model_comparison,
     prediction_keys,
@@ -55,12 +56,13 @@ var c=(!isNaN(p)&&!isNaN(q))?p-q:x.localeCompare(y);return asc?c:-c;});
 rows.forEach(function(r){tb.appendChild(r);});});});"""
 
 
-def recipe(run: dict) -> str:
+def recipe(run: dict, proto: Protocol | None) -> str:
     """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
     try:
-        proto = get_protocol(run["protocol"])
-        preset = proto.preset(run.get("preset"))
-    except Exception:  # noqa: BLE001 - a report of an unknown protocol still renders
+        preset = proto.preset(run.get("preset")) if proto is not None else None
+    except Exception:  # noqa: BLE001 - a report of an unknown preset still renders
+        return ""
+    if proto is None:  # a report of an unknown protocol still renders
         return ""
     anchor = f"{proto.name}" + (f"-preset-{preset.name}" if preset else "")
     if preset is not None:
@@ -82,11 +84,6 @@ def recipe(run: dict) -> str:
     )
 
 
-def _models(run: dict) -> list[str]:
-    """The models of a run of several (``params["models"]``), else []."""
-    return list((run.get("params") or {}).get("models") or [])
-
-
 def _prediction_rows(rows: list[dict], rounds: bool, models: bool = False) -> list[dict]:
     """One row per prediction for the tables, links and thumbnails: each with its ``key``
     (naming the model with ``models``) and, as ``condition``, the key's label; a run with
@@ -96,11 +93,8 @@ def _prediction_rows(rows: list[dict], rounds: bool, models: bool = False) -> li
 
     if rounds:
         return round_rows(rows, models)
-    out = []
-    for r in rows:
-        key = PredictionKey(r["condition"], model=r.get("model") if models else None)
-        out.append({**r, "key": key, "condition": key.label()})
-    return out
+    keys = [PredictionKey(r["condition"], model=r.get("model") if models else None) for r in rows]
+    return [{**r, "key": key, "condition": key.label()} for r, key in zip(rows, keys, strict=True)]
 
 
 def file_links(files: dict | None, keys: list[PredictionKey], error: str | None = None) -> Markup:
@@ -144,8 +138,7 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
     """Per case x structure: each condition's Dice and drop (and NSD/HD95 if any); with
     ``records``, a last column linking the case's saved files.
     """
-    conds = conditions(rows)
-    keys = prediction_keys(rows)
+    conds, keys = conditions(rows), prediction_keys(rows)
     cells: dict[tuple, dict] = {}
     for r in rows:
         cells.setdefault((r["case"], r["structure"]), {})[r["condition"]] = r
@@ -158,13 +151,8 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
     for (case, structure), by in sorted(cells.items()):
         d = [as_float(by[c]["dice"]) if c in by else math.nan for c in conds]
         first = by.get(conds[0], {})
-        row = [
-            case,
-            structure,
-            *d,
-            *[d[0] - x for x in d[1:]],
-            *[as_float(first.get(m)) for m in extra],
-        ]
+        row = [case, structure, *d, *[d[0] - x for x in d[1:]]]
+        row += [as_float(first.get(m)) for m in extra]
         if records is not None:
             rec = records.get(case, {})
             row.append(
@@ -181,31 +169,23 @@ def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, 
     from napari_segeval.evaluation.summary import case_means, is_absent
 
     means = case_means(rows if absences else [r for r in rows if not is_absent(r)])
-    conds = conditions(rows)
-    ranked = []
-    keys = prediction_keys(rows)
+    conds, keys = conditions(rows), prediction_keys(rows)
     several = any(keys[c].model is not None for c in conds)  # several models: their lowest Dice
+    ranked = []
     for case in sorted({c for c, _ in means}):
         clean = means.get((case, conds[0]), math.nan)
         if several:
-            found = [
-                (means[(case, c)], c)
-                for c in conds
-                if not math.isnan(means.get((case, c), math.nan))
-            ]
+            found = [(v, c) for c in conds if not math.isnan(v := means.get((case, c), math.nan))]
             low, cond = min(found, default=(math.nan, ""))
-            why = f"lowest mean Dice {low:.3f}, {cond}"
-            ranked.append((case, -1.0 if math.isnan(low) else low, why))
+            score, why = (-1.0 if math.isnan(low) else low), f"lowest mean Dice {low:.3f}, {cond}"
         elif len(conds) > 1:
             drops = [clean - means[(case, c)] for c in conds[1:] if (case, c) in means]
             key = max(drops) if drops else math.nan
-            ranked.append(
-                (case, math.inf if math.isnan(key) else -key, f"largest Dice drop {key:.3f}")
-            )
+            score, why = (math.inf if math.isnan(key) else -key), f"largest Dice drop {key:.3f}"
         else:
-            ranked.append((case, -1.0 if math.isnan(clean) else clean, f"mean Dice {clean:.3f}"))
-    ranked.sort(key=lambda t: t[1])
-    return ranked[:n]
+            score, why = (-1.0 if math.isnan(clean) else clean), f"mean Dice {clean:.3f}"
+        ranked.append((case, score, why))
+    return sorted(ranked, key=lambda t: t[1])[:n]
 
 
 def _thumbs(output_dir: Path, case: str, why: str) -> str:
@@ -215,18 +195,13 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
     figs: list[tuple[str, Any]] = [("image", None)]  # (title, view array or None)
     if views.get("reference") is not None:
         figs.append(("reference", views["reference"]))
-    figs += [
-        (k[len(PRED) :], v)
-        for k, v in sorted(views.items(), key=lambda kv: (kv[0] != f"{PRED}{CLEAN}", kv[0]))
-        if k.startswith(PRED)
+    preds = sorted((k, v) for k, v in views.items() if k.startswith(PRED))
+    figs += [(k[len(PRED) :], v) for k, v in sorted(preds, key=lambda kv: kv[0] != PRED + CLEAN)]
+    parts = [
+        f'<figure><img src="{F.png_data_uri(F.overlay(views["image"], lab))}" '
+        f'alt="{html.escape(title)}"><figcaption>{html.escape(title)}</figcaption></figure>'
+        for title, lab in figs
     ]
-    parts = []
-    for title, lab in figs:
-        uri = F.png_data_uri(F.overlay(views["image"], lab))
-        parts.append(
-            f'<figure><img src="{uri}" alt="{html.escape(title)}">'
-            f"<figcaption>{html.escape(title)}</figcaption></figure>"
-        )
     return (
         f"<h3>{html.escape(case)} <small>({html.escape(why)})</small></h3>"
         f'<div class="thumbs">{"".join(parts)}</div>'
@@ -234,13 +209,12 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
 
 
 def _boxplots(rows: list[dict]) -> str:
-    if not F.have_matplotlib():
-        return (
-            '<p class="note">Box plots need matplotlib (pip install '
-            "'napari-segeval[report]'); this report has tables only.</p>"
-        )
-    uri = F.boxplot_uri(dice_groups(rows, "condition"), "dice")
-    return f'<img alt="Dice box plots" src="{uri}">'
+    return figure(
+        "Dice box plots",
+        lambda: F.boxplot_uri(dice_groups(rows, "condition"), "dice"),
+        "Box plots need matplotlib (pip install 'napari-segeval[report]'); this report has "
+        "tables only.",
+    )
 
 
 def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:
@@ -276,14 +250,6 @@ def _raw_budget(b: dict) -> str:
     )
 
 
-def _protocol(run: dict) -> Protocol | None:
-    """The run's protocol; None when this installation cannot load it."""
-    try:
-        return get_protocol(str(run["protocol"]))
-    except SegEvalError:
-        return None
-
-
 def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     """The report page of a results folder as an HTML string."""
     from napari_segeval.metrics import summarize
@@ -293,7 +259,10 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     summary = store.read_json(out / "summary.json") if (out / "summary.json").is_file() else {}
     cases, records = store.load_records(out)
     all_rows = [r for r in store.result_rows(records) if r.get("status") == "ok"]
-    proto = _protocol(run)
+    try:
+        proto: Protocol | None = get_protocol(str(run["protocol"]))
+    except SegEvalError:  # not known to this installation
+        proto = None
     rounds = run_has_rounds(run, all_rows)
     rows = _prediction_rows(all_rows, rounds)
     failed = [r for r in records if r.get("status") != "ok"]
@@ -308,13 +277,13 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     parts = [
         f"<h1>{html.escape(title)}</h1>",
         counts,
-        recipe(run),
+        recipe(run, proto),
         "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1)) + "</pre>",
     ]
     results = summary.get("results") or {}
     if all_rows and rounds:
         parts += ["<h2>Dice against correction round</h2>", rounds_section(results, all_rows)]
-    models = _models(run)
+    models = list((run.get("params") or {}).get("models") or [])
     if rows and models:
         parts += model_comparison(rows, models)
         rows = _prediction_rows(all_rows, rounds, models=True)

@@ -1,30 +1,30 @@
-"""Browse a finished (or interrupted) results folder: its rows, and one case with its files.
+"""Browse a results folder (finished or not): its rows, and one case with its files.
 
-:class:`ResultsFolder` refuses a folder without ``run.json``, an unreadable one or one
-of a newer protocol version; it checks every file of a case before reading any
-(:class:`MissingFilesError`), finds a moved data set (:meth:`ResultsFolder.remap_data`)
-and saves corrections beside the results, never over a file. The napari *Results*
-panel is a thin front end over it.
+The napari *Results* panel is a thin front end over :class:`ResultsFolder`.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from napari_segeval._errors import ReadError, SegEvalError, WriteError
+from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import store
-from napari_segeval.evaluation.keys import PredictionKey, is_image_key
+from napari_segeval.evaluation.keys import PredictionKey
 from napari_segeval.evaluation.layouts import CaseSpec
-from napari_segeval.evaluation.loaded import LoadedCase, float_key, read_case_files
+from napari_segeval.evaluation.loaded import (
+    LoadedCase,
+    MissingFilesError,
+    case_paths,
+    focus_key,
+    read_case_files,
+)
 from napari_segeval.metrics.catalog import as_float
 
 #: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers (their titles,
@@ -40,59 +40,23 @@ class NewerResultsError(ResultsFolderError):
     """The results were written by a protocol version newer than this installation's."""
 
 
-class MissingFilesError(ReadError):
-    """Files a case record needs are missing or moved.
-
-    Attributes
-    ----------
-    case_id : str
-    missing : list of str
-        The missing paths.
-    data : bool
-        True when some are data-set files that :meth:`ResultsFolder.remap_data` can find.
-    """
-
-    def __init__(self, case_id: str, missing: list[str], data: bool, hint: str = "") -> None:
-        self.case_id, self.missing, self.data = case_id, list(missing), data
-        shown = ", ".join(missing[:3]) + (
-            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        )
-        super().__init__(f"case {case_id}: missing or moved files: {shown}{hint}")
-
-
 def is_results_folder(path: str | os.PathLike) -> bool:
-    """True for a folder holding ``run.json`` (what ``segeval evaluate`` writes first).
-
-    Examples
-    --------
-    >>> is_results_folder("/nonexistent"), is_results_folder(__file__)
-    (False, False)
-    """
+    """True for a folder holding ``run.json`` (what ``segeval evaluate`` writes first)."""
     p = Path(path)
     return p.is_dir() and (p / "run.json").is_file()
 
 
 def version_key(version: str) -> tuple[int, ...] | None:
-    """``"1.10"`` -> ``(1, 10)``; None when it is not dotted numbers.
-
-    Examples
-    --------
-    >>> version_key("1.10") > version_key("1.9"), version_key("beta")
-    (True, None)
-    """
+    """``"1.10"`` -> ``(1, 10)``; None when it is not dotted numbers."""
     parts = str(version).strip().split(".")
-    if not all(re.fullmatch(r"\d+", p) for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
+    return tuple(map(int, parts)) if all(p.isdecimal() for p in parts) else None
 
 
 class ResultsFolder:
-    """A results folder written by ``segeval evaluate``, opened for browsing.
+    """A results folder written by ``segeval evaluate`` (``DIR``), opened for browsing.
 
-    Parameters
-    ----------
-    path
-        The folder (``DIR`` of ``segeval evaluate --output-dir DIR``).
+    It checks every file of a case before reading any, finds a moved data set
+    (:meth:`remap_data`) and saves corrections beside the results, never over a file.
 
     Raises
     ------
@@ -105,46 +69,42 @@ class ResultsFolder:
     def __init__(self, path: str | os.PathLike) -> None:
         from napari_segeval.evaluation.protocols import get_protocol
 
-        self.path = Path(path).absolute()
-        if not self.path.is_dir():
-            raise ResultsFolderError(f"{self.path}: not a folder")
-        if not (self.path / "run.json").is_file():
+        self.path = p = Path(path).absolute()
+        if not p.is_dir():
+            raise ResultsFolderError(f"{p}: not a folder")
+        if not (p / "run.json").is_file():
             raise ResultsFolderError(
-                f"{self.path}: not a results folder (no run.json; make one "
+                f"{p}: not a results folder (no run.json; make one "
                 "with segeval evaluate DATA --output-dir DIR)"
             )
         try:
-            self.run = store.read_json(self.path / "run.json")
+            self.run = store.read_json(p / "run.json")
             name, version = str(self.run["protocol"]), str(self.run["protocol_version"])
         except (ReadError, KeyError, TypeError) as exc:
-            raise ResultsFolderError(
-                f"{self.path / 'run.json'}: not a results record ({exc})"
-            ) from exc
+            raise ResultsFolderError(f"{p / 'run.json'}: not a results record ({exc})") from exc
         try:
             proto = get_protocol(name)
         except SegEvalError as exc:
             raise NewerResultsError(
-                f"{self.path}: protocol {name} {version} is unknown to this "
+                f"{p}: protocol {name} {version} is unknown to this "
                 f"installation ({exc}); update napari-segeval"
             ) from exc
-        known = proto.version
-        mine, theirs = version_key(known), version_key(version)
+        mine, theirs = version_key(proto.version), version_key(version)
         if theirs is None or mine is None or theirs > mine:
             raise NewerResultsError(
-                f"{self.path}: written by {name} {version}, newer than the "
-                f"{name} {known} this installation knows; update "
-                "napari-segeval to browse it"
+                f"{p}: written by {name} {version}, newer than the {name} {proto.version} "
+                "this installation knows; update napari-segeval to browse it"
             )
-        if not (self.path / "cases.json").is_file():
+        if not (p / "cases.json").is_file():
             raise ResultsFolderError(
-                f"{self.path}: the run holds no case list yet (no "
-                "cases.json): it stopped before the first case"
+                f"{p}: the run holds no case list yet (no cases.json): it stopped before "
+                "the first case"
             )
         try:
-            cases, records = store.load_records(self.path)
+            cases, records = store.load_records(p)
             self.specs = {c["case_id"]: CaseSpec.from_dict(c) for c in cases}
         except (ReadError, KeyError, TypeError) as exc:
-            raise ResultsFolderError(f"{self.path}: unreadable case records ({exc})") from exc
+            raise ResultsFolderError(f"{p}: unreadable case records ({exc})") from exc
         self.records = {r["case"]: r for r in records}
         #: The run's parameters, as its ``run.json`` wrote them (typed; defaults for the rest).
         self.params = proto.params.stored(self.run.get("params") or {})
@@ -165,11 +125,10 @@ class ResultsFolder:
     def rows(self) -> list[dict]:
         """One row per case x structure x condition of the finished ok cases.
 
-        Keys: ``case``, ``structure``, ``label``, ``condition``, ``key`` (the prediction's
-        :class:`~napari_segeval.evaluation.keys.PredictionKey`), ``round``, ``model``,
-        ``fold``, the floats of :data:`METRICS` (NaN when missing; ``delta_dice`` = attacked -
-        clean Dice of the same case, structure, model and round) and ``absent``
-        (:func:`~napari_segeval.evaluation.summary.is_absent`).
+        Keys: the identifiers (``key``: the prediction's
+        :class:`~napari_segeval.evaluation.keys.PredictionKey`), the floats of :data:`METRICS`
+        (NaN when missing; ``delta_dice`` = attacked - clean Dice of the same case, structure,
+        model and round) and ``absent`` (:func:`~napari_segeval.evaluation.summary.is_absent`).
         """
         from napari_segeval.evaluation.summary import is_absent
 
@@ -182,20 +141,20 @@ class ResultsFolder:
             return r["case"], r["structure"], r.get("model"), r.get("round")
 
         clean = {where(r): as_float(r.get("dice")) for r in raw if r.get("condition") == CLEAN}
-        out = []
+        self._rows = []
         for r in raw:
             values = {k: as_float(r.get(k)) for k in METRICS}  # delta_dice: below
             if r["condition"] != CLEAN:
                 values["delta_dice"] = values["dice"] - clean.get(where(r), math.nan)
-            model = r.get("model") if several else None
             k = int(r["round"]) if rounds and r.get("round") not in (None, "") else None
-            out.append(
+            key = PredictionKey(r["condition"], k, r.get("model") if several else None)
+            self._rows.append(
                 {
                     "case": r["case"],
                     "structure": str(r["structure"]),
                     "label": None if r.get("label") is None else int(r["label"]),
                     "condition": r["condition"],
-                    "key": PredictionKey(r["condition"], k, model),
+                    "key": key,
                     "round": k,
                     "model": r.get("model"),
                     "fold": r.get("fold"),
@@ -203,16 +162,11 @@ class ResultsFolder:
                     "absent": is_absent(r),
                 }
             )
-        self._rows = out
-        return out
+        return self._rows
 
     def raw_rows(self, case_id: str | None = None) -> list[dict]:
         """The ok result rows as the run wrote them (all cases, or ``case_id``'s)."""
-        records = (
-            self.records.values()
-            if case_id is None
-            else [r for c, r in self.records.items() if c == case_id]
-        )
+        records = [r for c, r in self.records.items() if case_id in (None, c)]
         return [r for r in store.result_rows(records) if r.get("status") == "ok"]
 
     def rounds(
@@ -225,10 +179,8 @@ class ResultsFolder:
 
         if not self.has_rounds:
             return []
-        video = self.params.per_frame()
-        return case_rounds(
-            self.raw_rows(case_id), case_id, label, condition, model, "frame" if video else "slice"
-        )
+        axis = "frame" if self.params.per_frame() else "slice"
+        return case_rounds(self.raw_rows(case_id), case_id, label, condition, model, axis)
 
     @property
     def has_rounds(self) -> bool:
@@ -261,9 +213,8 @@ class ResultsFolder:
     def case_risks(
         self, case_id: str, condition: str = CLEAN, model: str | None = None
     ) -> dict[int, Any]:
-        """The :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure (by
-        label) of one prediction of ``case_id`` (empty without risks, and for the rounds after
-        the first, whose slices are not recorded).
+        """Each structure's (by label) StructureRisk of one prediction of ``case_id``; empty without
+        risks, and for the rounds after the first (their slices are not recorded).
         """
         from napari_segeval.evaluation.triage import structure_risks
 
@@ -271,11 +222,10 @@ class ResultsFolder:
             r
             for r in self.raw_rows(case_id)
             if r.get("condition") == condition
-            and (model is None or r.get("model") == model)
+            and model in (None, r.get("model"))
             and r.get("round") in (None, "", 0, "0")
         ]
-        record = self.records.get(case_id, {})
-        risks = structure_risks(rows, store.slice_rows([record]))
+        risks = structure_risks(rows, store.slice_rows([self.records.get(case_id, {})]))
         return {r.label: r for r in risks.values()}
 
     def cases(self) -> list[str]:
@@ -284,13 +234,7 @@ class ResultsFolder:
 
     # -- data root ---------------------------------------------------------------------
     def remap_data(self, new_root: str | os.PathLike) -> None:
-        """Read data-set files from ``new_root`` instead of the folder recorded in the run.
-
-        Raises
-        ------
-        ResultsFolderError
-            ``new_root`` is not a folder.
-        """
+        """Read data-set files from folder ``new_root`` (else ResultsFolderError) from now on."""
         root = Path(new_root).absolute()
         if not root.is_dir():
             raise ResultsFolderError(f"{root}: not a folder")
@@ -301,73 +245,27 @@ class ResultsFolder:
         if case_id not in self.specs:
             raise ResultsFolderError(f"{self.path}: no case {case_id!r}")
         s = self.specs[case_id]
-        data_root = self.data_root
-        if data_root is None:
+        if self.data_root is None:
             return s
-        old = os.path.abspath(s.root or self.run.get("data") or "")
-
-        def move(p: str) -> str:
-            if not p or not old:
-                return p
-            ap = os.path.abspath(p)
-            if os.path.commonpath([ap, old]) != old:
-                return p
-            return os.path.join(data_root, os.path.relpath(ap, old))
-
-        labels = None if s.labels is None else move(s.labels)
-        return replace(s, images=tuple(move(p) for p in s.images), labels=labels, root=data_root)
+        return s.moved(os.path.abspath(s.root or self.run.get("data") or ""), self.data_root)
 
     # -- loading -----------------------------------------------------------------------
-    def _focus(self, record: dict, focus: str | PredictionKey | None) -> str | None:
-        """The prediction in focus: ``focus`` if saved, else the first attack, else any."""
-        keys = {k: PredictionKey.parse(k) for k in record.get("files") or {}}
-        keys = {k: p for k, p in keys.items() if not p.is_image and k != CLEAN}
-        focus = None if focus is None else str(focus)
-        if focus in keys:
-            return focus
-        attacked = [k for k, p in keys.items() if not p.is_clean]
-        return (attacked or list(keys) or [None])[0]
+    def _record(self, case_id: str) -> dict:
+        record = self.records.get(case_id)
+        if record is None or record.get("status") != "ok":
+            raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
+        return record
 
     def check_files(
         self, case_id: str, focus: str | PredictionKey | None = None
     ) -> dict[str, Path]:
-        """Paths a load of the case reads (``image``, ``reference``, file keys); all must exist.
-
-        Of the focus condition's float images only one file is read (:meth:`load`).
-
-        Raises
-        ------
-        MissingFilesError
-            Listing every missing path.
+        """Paths a load of the case reads (``image``, ``reference``, file keys; of the focus's
+        float images only the one :meth:`load` reads); raises MissingFilesError listing every
+        missing one.
         """
-        record = self.records.get(case_id)
-        if record is None or record.get("status") != "ok":
-            raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
-        spec = self.spec(case_id)
+        record = self._record(case_id)
         channel = self.params.image_channel()
-        paths = {"image": Path(spec.images[min(channel, len(spec.images) - 1)])}
-        if spec.labels:
-            paths["reference"] = Path(spec.labels)
-        focus = self._focus(record, focus)
-        files = record.get("files") or {}
-        wanted = float_key(files, focus)
-        for key, rel in files.items():
-            if not is_image_key(key) or key == wanted:
-                paths[key] = self.path / rel
-        missing_data = [
-            str(p) for k, p in paths.items() if k in ("image", "reference") and not p.exists()
-        ]
-        missing_files = [
-            str(p) for k, p in paths.items() if k not in ("image", "reference") and not p.is_file()
-        ]
-        if missing_data or missing_files:
-            hint = (
-                " (data set moved? choose its new folder with 'Locate data folder')"
-                if missing_data
-                else " (prediction files deleted or moved out of the results folder)"
-            )
-            raise MissingFilesError(case_id, missing_data + missing_files, bool(missing_data), hint)
-        return paths
+        return case_paths(case_id, self.spec(case_id), channel, record, focus, self.path)
 
     def load(
         self,
@@ -379,71 +277,28 @@ class ResultsFolder:
     ) -> LoadedCase:
         """Read a case with its saved files, all checked against the image's grid.
 
-        Parameters
-        ----------
-        case_id
-        focus
-            The prediction in focus: an attack's (its perturbed image and perturbation load)
-            or another model's (default: the first attack).
-        progress, cancel
-            ``progress(done, total)`` per file read; ``cancel`` (an Event) stops between files.
-
-        Raises
-        ------
-        MissingFilesError, ResultsFolderError, SegEvalError
-            Missing files, or a file that does not match the image's grid.
+        ``focus``: the prediction in focus, an attack's (its perturbed image and perturbation
+        load) or another model's (default: the first attack); ``progress(done, total)`` per file
+        read; ``cancel`` (an Event) stops between files. Raises MissingFilesError,
+        ResultsFolderError, or SegEvalError for a file off the image's grid.
         """
-        paths = self.check_files(case_id, focus)
-        record = self.records[case_id]
-        channel = self.params.image_channel()
+        paths, files = self.check_files(case_id, focus), self.records[case_id].get("files") or {}
+        spec, channel = self.spec(case_id), self.params.image_channel()
+        focus = focus_key(files, focus)
         return read_case_files(
-            case_id,
-            self.spec(case_id),
-            paths,
-            channel,
-            self._focus(record, focus),
-            record.get("files") or {},
-            self.path,
-            progress=progress,
-            cancel=cancel,
+            case_id, spec, paths, channel, focus, files, self.path, progress=progress, cancel=cancel
         )
 
-    # -- corrections -------------------------------------------------------------------
     def save_correction(
         self, loaded: LoadedCase, name: str, labels: np.ndarray, prompts: Any = None
     ) -> Path:
-        """Save a corrected label map of ``loaded`` under ``DIR/corrections/<case>/``.
-
-        The file is ``<name>.<ext>``, or ``<name>-2.<ext>`` ... when taken (never replaced),
-        with the source image's geometry. ``prompts`` go beside it as
-        ``<name>[-k].prompts.json`` with the same number; the label map is removed again if
-        they cannot be written. Returns the label map's path.
+        """Save a corrected label map of ``loaded`` under ``DIR/corrections/<case>/``
+        (:func:`~napari_segeval.evaluation.store.save_correction`: never over a file).
         """
-        from napari_segeval.io import write_labels
-        from napari_segeval.prompts.prompt_file import write_prompts
-
-        folder = self.path / "corrections" / store.case_filename(loaded.case_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        stem = store.case_filename(name)
-        for n in range(1, 10000):
-            base = f"{stem}{'' if n == 1 else f'-{n}'}"
-            target, beside = folder / f"{base}{loaded.label_ext}", folder / f"{base}.prompts.json"
-            if target.exists() or (prompts is not None and beside.exists()):
-                continue
-            try:
-                out = write_labels(target, np.asarray(labels), loaded.case.geometry)
-            except WriteError:
-                if not target.exists():
-                    raise
-                continue
-            if prompts is not None:
-                try:
-                    write_prompts(beside, prompts)
-                except BaseException:
-                    out.unlink(missing_ok=True)
-                    raise
-            return out
-        raise WriteError(f"{folder}: too many corrections named {stem}")
+        geometry, ext = loaded.case.geometry, loaded.label_ext
+        return store.save_correction(
+            self.path, loaded.case_id, name, labels, geometry, ext, prompts
+        )
 
 
 __all__ = [

@@ -22,30 +22,14 @@ def round_key(condition: str, round: int, model: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class Round:
-    """One round of one structure: what was added and what it scored.
+    """One round of one structure: what was added and what it scored."""
 
-    Attributes
-    ----------
-    round : int
-        0 (the first propagation) to K.
-    key : PredictionKey
-        The saved prediction of this round.
-    dice : float
-        The structure's Dice after this round (NaN when not scored).
-    added : tuple
-        The prompts added in this round (round 0: the first prompt set).
-    prompts : tuple
-        Every prompt of the structure after this round, in the order given.
-    where : {"slice", "frame"}
-        What a prompt's index names (``"frame"`` in a ``mode=video`` run).
-    """
-
-    round: int
-    key: PredictionKey
-    dice: float
-    added: tuple
-    prompts: tuple
-    where: str = "slice"
+    round: int  #: 0 (the first propagation) to K
+    key: PredictionKey  #: the saved prediction of this round
+    dice: float  #: the structure's Dice after this round (NaN when not scored)
+    added: tuple  #: the prompts added in this round (round 0: the first prompt set)
+    prompts: tuple  #: every prompt of the structure after this round, in the order given
+    where: str = "slice"  #: what a prompt's index names ("frame" in a mode=video run)
 
     @property
     def change(self) -> str:
@@ -70,34 +54,20 @@ def case_rounds(
     """
     from napari_segeval.prompts.prompt_file import prompt_from_dict
 
-    mine = sorted(
-        (
-            r
-            for r in rows
-            if r.get("case") == case
-            and r.get("condition") == condition
-            and r.get("label") is not None
-            and int(r["label"]) == int(label)
-            and r.get("round") not in (None, "")
-            and (model is None or r.get("model") == model)
-        ),
-        key=lambda r: int(r["round"]),
-    )
+    def mine(r: Mapping) -> bool:
+        if (r.get("case"), r.get("condition")) != (case, condition) or r.get("label") is None:
+            return False
+        ok = r.get("round") not in (None, "") and model in (None, r.get("model"))
+        return ok and int(r["label"]) == int(label)
+
     out: list[Round] = []
     given: tuple = ()
-    for r in mine:
+    for r in sorted(filter(mine, rows), key=lambda r: int(r["round"])):
+        k = int(r["round"])
         added = tuple(prompt_from_dict(d, int(label)) for d in json.loads(r.get("prompt") or "[]"))
         given += added
-        out.append(
-            Round(
-                int(r["round"]),
-                PredictionKey(condition, int(r["round"]), model),
-                as_float(r.get("dice")),
-                added,
-                given,
-                where,
-            )
-        )
+        key = PredictionKey(condition, k, model)
+        out.append(Round(k, key, as_float(r.get("dice")), added, given, where))
     return out
 
 

@@ -1,8 +1,7 @@
 """Run a protocol over a data set: inline, a local process pool or a Dask cluster, resumable.
 
-Each case runs in :func:`evaluate_case` (top-level, so spawned and Dask workers can
-import it); any exception becomes an error record. Records come back to this process
-and are written as they arrive (:mod:`napari_segeval.evaluation.store`). By default one
+Each case runs in :func:`evaluate_case` (top-level, so spawned and Dask workers can import
+it); records come back to this process and are written as they arrive. By default one
 worker per visible GPU, each seeing only its own (``CUDA_VISIBLE_DEVICES``).
 """
 
@@ -46,11 +45,10 @@ class RunResult:
 def evaluate_case(
     protocol: Protocol, spec: dict, params: Mapping[str, Any] | Params, save_files: bool = False
 ) -> dict:
-    """Run one case and return its record; never raises for bad input or model errors.
+    """Run one case and return its record; any failure becomes an error record.
 
-    With ``save_files`` an ok record carries ``payload``, its arrays encoded as files
-    (:func:`napari_segeval.evaluation.files.encode_arrays`); a failure to encode them keeps
-    the scores and says why in ``files_error``.
+    With ``save_files`` an ok record carries ``payload``, its arrays encoded as files; a
+    failure to encode them keeps the scores and says why in ``files_error``.
     """
     t0 = time.perf_counter()
     s = CaseSpec.from_dict(spec)
@@ -75,13 +73,10 @@ def evaluate_case(
 
 def _identity(protocol: Protocol, s: CaseSpec) -> dict[str, Any]:
     """The columns that say which case of which protocol a record or row is."""
-    return {
-        "case": s.case_id,
-        "protocol": protocol.name,
-        "protocol_version": protocol.version,
-        "fold": s.fold,
-        "split": s.split,
-    }
+    names = ("case", "protocol", "protocol_version", "fold", "split")
+    return dict(
+        zip(names, (s.case_id, protocol.name, protocol.version, s.fold, s.split), strict=True)
+    )
 
 
 def _reason(exc: Exception) -> str:
@@ -159,11 +154,6 @@ def default_workers(n_cases: int) -> tuple[int, int]:
 def gpu_for_worker(slot: int, gpus: int, visible: str | None = None) -> str:
     """The ``CUDA_VISIBLE_DEVICES`` value of worker ``slot``: the ``slot % gpus``-th of the
     parent's ``visible`` GPUs (round robin).
-
-    Examples
-    --------
-    >>> gpu_for_worker(3, 2), gpu_for_worker(1, 2, "4,6"), gpu_for_worker(0, 1, "GPU-ab12")
-    ('1', '6', 'GPU-ab12')
     """
     ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else []
     i = slot % max(1, gpus)
@@ -261,20 +251,12 @@ def _run_dask(protocol, specs, params, scheduler, cancel, save) -> Iterator[dict
     try:
         workers = client.scheduler_info().get("workers", {})
         gpu = any("GPU" in (w.get("resources") or {}) for w in workers.values())
+        futures: dict[Any, CaseSpec] = {}
         resources = {"GPU": 1} if gpu else None
-        futures = {
-            client.submit(
-                evaluate_case,
-                protocol,
-                s.to_dict(),
-                params,
-                save,
-                pure=False,
-                key=f"segeval-{store.case_filename(s.case_id)}-{time.time_ns()}",
-                resources=resources,
-            ): s
-            for s in specs
-        }
+        for s in specs:
+            key = f"segeval-{store.case_filename(s.case_id)}-{time.time_ns()}"
+            args = (evaluate_case, protocol, s.to_dict(), params, save)
+            futures[client.submit(*args, pure=False, key=key, resources=resources)] = s
         for fut in as_completed(list(futures)):
             if cancel is not None and cancel.is_set():
                 client.cancel(list(futures))
@@ -306,8 +288,7 @@ def execute(
 ) -> tuple[int, int]:
     """Evaluate ``specs`` (not yet done) and write each record; returns ``(ok, failed)``.
 
-    ``progress(done, total)`` is called before the first case (``done`` finished earlier)
-    and after each; ``save_files`` saves each case's predictions before its record.
+    ``progress(done, total)`` is called before the first case and after each.
     """
     total = len(specs) + done if total is None else total
     if progress is not None:
@@ -327,8 +308,7 @@ def execute(
     ok = failed = 0
     for rec in records:
         store.write_case(output_dir, rec)
-        ok += rec["status"] == "ok"
-        failed += rec["status"] != "ok"
+        ok, failed = ok + (rec["status"] == "ok"), failed + (rec["status"] != "ok")
         if progress is not None:
             progress(done + ok + failed, total)
     return ok, failed

@@ -19,34 +19,17 @@ SPLITS_VERSION = 2
 
 
 def kfold_assignment(case_ids: Iterable[str], k: int = 5, seed: int = 0) -> dict[str, int]:
-    """Assign each case to one of ``k`` folds, reproducibly, whatever the ids' order
-    (:func:`grouped_kfold_assignment` with every case its own group).
-    """
+    """:func:`grouped_kfold_assignment` with every case its own group."""
     return grouped_kfold_assignment({c: c for c in case_ids}, k=k, seed=seed)
 
 
 def grouped_kfold_assignment(
     groups: Mapping[str, str], k: int = 5, seed: int = 0
 ) -> dict[str, int]:
-    """Assign cases to ``k`` folds so that every case of one group shares a fold.
+    """Case id -> fold ``0 .. k-1``, every case of one group (case id -> patient ...) in one.
 
-    Groups are ordered by a seeded permutation of their sorted ids, then placed largest
-    first (stable), each in the fold holding the fewest cases so far (lowest on a tie).
-    With one case per group this deals the permutation round-robin.
-
-    Parameters
-    ----------
-    groups
-        Case id -> group id (a patient, a lesion ...).
-    k
-        Number of folds (>= 2); there must be at least ``k`` groups.
-    seed
-        Seed of the permutation.
-
-    Returns
-    -------
-    dict of str to int
-        Case id -> fold in ``0 .. k-1``.
+    Groups in a seeded permutation of their sorted ids are placed largest first (stable), each
+    in the fold holding the fewest cases (lowest on a tie): round-robin for single cases.
     """
     if k < 2:
         raise ValueError(f"k-fold needs k >= 2, got {k}")
@@ -100,13 +83,9 @@ def save_splits(
     groups: Mapping[str, str] | None = None,
     leaks: Sequence[str] = (),
 ) -> Path:
-    """Write ``{"version", "k", "seed", "source", "folds", "groups", "groups_across_folds"}``
-    atomically, replacing a file already there.
-
-    ``groups`` maps cases of a named patient group to it; ``leaks`` lists groups found in
-    more than one fold (only a published splits file can do that).
+    """Write the splits file atomically (``groups``: cases of a named patient group; ``leaks``:
+    groups in more than one fold, which only a published splits file can make).
     """
-    path = Path(path)
     payload = {
         "version": SPLITS_VERSION,
         "k": int(k),
@@ -116,7 +95,7 @@ def save_splits(
         "groups": {str(c): str(g) for c, g in sorted((groups or {}).items())},
         "groups_across_folds": sorted(str(g) for g in leaks),
     }
-    return atomic_write_text(path, json.dumps(payload, indent=1), overwrite=True)
+    return atomic_write_text(Path(path), json.dumps(payload, indent=1), overwrite=True)
 
 
 def load_splits(path: str | os.PathLike) -> dict:
@@ -131,17 +110,7 @@ def load_splits(path: str | os.PathLike) -> dict:
 
 
 def load_nnunet_splits(path: str | os.PathLike) -> dict[str, int]:
-    """Case -> fold from nnU-Net's ``splits_final.json`` (fold = where a case is ``val``).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, json
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "splits_final.json"
-    >>> _ = p.write_text(json.dumps([{"train": ["b"], "val": ["a"]}, {"train": ["a"], "val": ["b"]}]))
-    >>> load_nnunet_splits(p)
-    {'a': 0, 'b': 1}
-    """
-    path = Path(path)
+    """Case -> fold from nnU-Net's ``splits_final.json`` (fold = where a case is ``val``)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return {str(c): i for i, fold in enumerate(data) for c in fold["val"]}
@@ -165,18 +134,12 @@ def ensure_folds(
     cv_splits: Mapping[str, Sequence[str]] | None = None,
     holdout: str | None = None,
 ) -> dict:
-    """Give every cross-validated case a fold and save the assignment to
-    ``output_dir/splits.json``.
+    """Give every case :func:`in_cross_validation` accepts a fold (the others ``None``), save
+    the assignment to ``output_dir/splits.json`` and return it.
 
-    The cases are those :func:`in_cross_validation` accepts; the others get ``fold =
-    None``. Folds a published splits file set are kept; otherwise
-    :func:`grouped_kfold_assignment` makes them. A ``splits.json`` already there (a resumed
-    run) is reused, so the folds never change under a run.
-
-    Returns
-    -------
-    dict
-        The saved splits payload.
+    Folds a published splits file set are kept; otherwise :func:`grouped_kfold_assignment`
+    makes them. A ``splits.json`` already there (a resumed run) is reused, so the folds never
+    change under a run.
     """
     out = Path(output_dir) / "splits.json"
     chosen = [s for s in specs if in_cross_validation(s, cv_splits, holdout)]
@@ -189,13 +152,9 @@ def ensure_folds(
         apply_folds(specs, saved["folds"])
         return saved
     if not chosen:
+        why = f" (cv_splits={dict(cv_splits or {})}, holdout={holdout})"
         raise SegEvalError(
-            "no labelled case to cross-validate"
-            + (
-                f" (cv_splits={dict(cv_splits or {})}, holdout={holdout})"
-                if cv_splits or holdout
-                else ""
-            )
+            "no labelled case to cross-validate" + (why if cv_splits or holdout else "")
         )
     if all(s.fold is not None for s in chosen):
         folds = {s.case_id: int(s.fold) for s in chosen}
@@ -210,15 +169,8 @@ def ensure_folds(
         apply_folds(specs, folds)
         k_used, seed_used, source = k, seed, "seeded k-fold grouped by patient"
     groups = {s.case_id: s.group_id for s in chosen if s.group_id != s.case_id}
-    save_splits(
-        out,
-        folds,
-        k=k_used,
-        seed=seed_used,
-        source=source,
-        groups=groups,
-        leaks=groups_across_folds(chosen, folds),
-    )
+    leaks = groups_across_folds(chosen, folds)
+    save_splits(out, folds, k=k_used, seed=seed_used, source=source, groups=groups, leaks=leaks)
     return load_splits(out)
 
 

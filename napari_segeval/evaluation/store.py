@@ -1,9 +1,7 @@
-"""The results folder (layout: docs/design.md): per-case records written atomically, run
-metadata, results rows.
+"""The results folder (layout: docs/design.md): case records, run metadata, result rows.
 
 A case's ``.json`` is written last, after its prediction files, so its presence means
-the case is complete: a re-run skips it and never overwrites its files, and a killed
-run loses at most the cases in flight.
+the case is complete: a re-run skips it and never overwrites its files.
 """
 
 from __future__ import annotations
@@ -26,15 +24,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def case_filename(case_id: str) -> str:
-    """A file-system-safe, collision-free stem for a case id.
-
-    Examples
-    --------
-    >>> case_filename("abd_001")
-    'abd_001'
-    >>> case_filename("a/b c").startswith("a_b_c-")
-    True
-    """
+    """A file-system-safe, collision-free stem for a case id."""
     safe = _SAFE.sub("_", case_id).lstrip(".") or "case"
     if safe != case_id:
         safe += "-" + hashlib.sha1(case_id.encode()).hexdigest()[:8]
@@ -42,15 +32,7 @@ def case_filename(case_id: str) -> str:
 
 
 def write_json(path: str | os.PathLike, payload: Mapping) -> Path:
-    """Strict JSON (NaN -> null, inf -> "inf") written atomically, replacing ``path``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.json"
-    >>> read_json(write_json(p, {"hd95": float("inf"), "dice": float("nan")}))
-    {'hd95': 'inf', 'dice': None}
-    """
+    """Strict JSON (NaN -> null, inf -> "inf") written atomically, replacing ``path``."""
     text = json.dumps(json_safe(payload), indent=1, allow_nan=False)
     return atomic_write_text(path, text, overwrite=True)
 
@@ -77,15 +59,9 @@ def is_done(output_dir: str | os.PathLike, case_id: str) -> bool:
 def write_files(
     output_dir: str | os.PathLike, case_id: str, payload: Mapping[str, tuple[str, bytes]]
 ) -> dict[str, str]:
-    """Write a case's encoded files atomically; returns ``{key: path relative to DIR}``.
-
-    ``payload`` is :func:`napari_segeval.evaluation.files.encode_arrays`' output. Files of
-    an unfinished case (no record) are replaced.
-
-    Raises
-    ------
-    WriteError
-        The case already has a record, or a path leaves ``DIR/predictions``.
+    """Write a case's encoded files (:func:`~napari_segeval.evaluation.files.encode_arrays`)
+    atomically; ``{key: path relative to DIR}``. WriteError when the case already has a record
+    or a path leaves ``DIR/predictions``.
     """
     out = Path(output_dir)
     if is_done(out, case_id):
@@ -148,16 +124,11 @@ def load_records(output_dir: str | os.PathLike) -> tuple[list[dict], list[dict]]
 
 
 def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> None:
-    """Write ``run.json``, or check that a resumed run uses the same recipe.
-
-    Raises
-    ------
-    SegEvalError
-        ``DIR`` holds results of another protocol, version or parameters.
+    """Write ``run.json``, or (SegEvalError) refuse to resume a run of another protocol,
+    version or parameters.
     """
     out = Path(output_dir)
-    path = out / "run.json"
-    if resume and path.is_file():
+    if resume and (path := out / "run.json").is_file():
         old = read_json(path)
         if not isinstance(old, dict):
             raise ReadError(
@@ -174,18 +145,16 @@ def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> No
                 "resume needs the same recipe "
                 "(use another --output-dir, or --restart to discard them)"
             )
-    write_json(path, run_info)
+    write_json(out / "run.json", run_info)
 
 
 def clear_cases(output_dir: str | os.PathLike) -> int:
     """Delete the case records and prediction files of a previous run (for a restart);
     corrections stay. Returns how many records were deleted.
     """
-    folder = Path(output_dir) / "cases"
-    n = 0
-    for p in list(folder.glob("*.json")) + list(folder.glob("*.npz")):
+    records = list((Path(output_dir) / "cases").glob("*.json"))
+    for p in records + list((Path(output_dir) / "cases").glob("*.npz")):
         p.unlink()
-        n += p.suffix == ".json"
     predictions = Path(output_dir) / "predictions"
     for case_dir in predictions.iterdir() if predictions.is_dir() else []:
         if case_dir.is_dir() and not case_dir.is_symlink():
@@ -194,7 +163,43 @@ def clear_cases(output_dir: str | os.PathLike) -> int:
                     f.unlink()
             if not any(case_dir.iterdir()):
                 case_dir.rmdir()
-    return n
+    return len(records)
+
+
+def save_correction(
+    output_dir: Path, case_id: str, name: str, labels: Any, geometry: Any, ext: str, prompts: Any
+) -> Path:
+    """Save a corrected label map as ``DIR/corrections/<case>/<name>.<ext>``, or
+    ``<name>-2.<ext>`` ... when taken (never replaced), with the source's ``geometry``.
+
+    ``prompts`` go beside it as ``<name>[-k].prompts.json`` with the same number; the label
+    map is removed again if they cannot be written. Returns the label map's path.
+    """
+    from napari_segeval.io import write_labels
+    from napari_segeval.prompts.prompt_file import write_prompts
+
+    folder = output_dir / "corrections" / case_filename(case_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = case_filename(name)
+    for n in range(1, 10000):
+        base = f"{stem}{'' if n == 1 else f'-{n}'}"
+        target, beside = folder / f"{base}{ext}", folder / f"{base}.prompts.json"
+        if target.exists() or (prompts is not None and beside.exists()):
+            continue
+        try:
+            out = write_labels(target, np.asarray(labels), geometry)
+        except WriteError:
+            if not target.exists():
+                raise
+            continue
+        if prompts is not None:
+            try:
+                write_prompts(beside, prompts)
+            except BaseException:
+                out.unlink(missing_ok=True)
+                raise
+        return out
+    raise WriteError(f"{folder}: too many corrections named {stem}")
 
 
 def slice_rows(records: Iterable[dict]) -> list[dict]:
@@ -209,11 +214,9 @@ def result_rows(records: Iterable[dict]) -> list[dict]:
         if rec.get("status") == "ok":
             rows.extend(rec.get("rows") or [])
         else:
+            ids = {k: rec.get(k) for k in ("protocol", "protocol_version", "fold", "split")}
             head = {"case": rec["case"], "structure": "", "condition": "", "status": "error"}
-            identity = ("protocol", "protocol_version", "fold", "split")
-            rows.append(
-                {**head, "error": rec.get("error", ""), **{k: rec.get(k) for k in identity}}
-            )
+            rows.append({**head, "error": rec.get("error", ""), **ids})
     return rows
 
 
@@ -228,6 +231,7 @@ __all__ = [
     "read_json",
     "read_views",
     "result_rows",
+    "save_correction",
     "slice_rows",
     "write_case",
     "write_files",

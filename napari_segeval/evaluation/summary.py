@@ -28,13 +28,6 @@ from napari_segeval.metrics.catalog import mean
 def is_absent(row: Mapping) -> bool:
     """Whether a result row is an *absence*: its structure is in neither the reference nor the
     prediction (its ``absent`` column, else, in older results, zero volumes).
-
-    Examples
-    --------
-    >>> is_absent({"absent": True}), is_absent({"absent": "False"})
-    (True, False)
-    >>> is_absent({"volume_ref_ml": 0.0, "volume_pred_ml": 0.0}), is_absent({"dice": 0.0})
-    (True, False)
     """
     v = row.get("absent")
     if v is not None and v != "":
@@ -58,13 +51,6 @@ def case_means(
 def dice_and_uncertainty(rows: Sequence[Mapping]) -> tuple[list[float], list[float], list[str]]:
     """Per case, in case order: its ``uncertainty`` score and its mean clean Dice over the
     foreground structures (all structures when there are none), and those structures.
-
-    Examples
-    --------
-    >>> rows = [{"case": c, "condition": "clean", "structure": s, "dice": d, "uncertainty": u}
-    ...         for c, d, u in [("b", 0.5, 0.6), ("a", 0.9, 0.1)] for s in ("background", "x")]
-    >>> dice_and_uncertainty(rows)
-    ([0.1, 0.6], [0.9, 0.5], ['x'])
     """
     score = {r["case"]: as_float(r.get("uncertainty")) for r in rows if "uncertainty" in r}
     fg = sorted({r["structure"] for r in rows} - {"background"})
@@ -84,29 +70,21 @@ def robustness(rows: Sequence[Mapping], *, factor: float = 0.5) -> dict:
     per_structure = summarize(rows, metric, by=("structure", "condition"))
     means = case_means(rows, metric)
     conditions = sorted({c for _, c in means}, key=lambda c: (c != clean, c))
-    task_mean = {c: mean(v for (_, cc), v in means.items() if cc == c) for c in conditions}
-    clean_by_structure = {
-        s["structure"]: s["mean"] for s in per_structure if s["condition"] == clean
-    }
+    each = {c: [v for (_, cc), v in means.items() if cc == c] for c in conditions}
+    task_mean = {c: mean(v) for c, v in each.items()}
+    base = {s["structure"]: s["mean"] for s in per_structure if s["condition"] == clean}
     drop: dict[str, dict] = {}
     for s in per_structure:
-        if s["condition"] != clean and s["structure"] in clean_by_structure:
-            drop.setdefault(s["structure"], {})[s["condition"]] = (
-                clean_by_structure[s["structure"]] - s["mean"]
-            )
-    threshold = robust_threshold((v for (_, c), v in means.items() if c == clean), factor)
-    robust = {
-        c: robust_fraction((v for (_, cc), v in means.items() if cc == c), threshold)
-        for c in conditions
-        if c != clean
-    }
+        if s["condition"] != clean and s["structure"] in base:
+            drop.setdefault(s["structure"], {})[s["condition"]] = base[s["structure"]] - s["mean"]
+    threshold = robust_threshold(each.get(clean, []), factor)
+    robust = {c: robust_fraction(v, threshold) for c, v in each.items() if c != clean}
+    task_drop = {c: task_mean.get(clean, math.nan) - v for c, v in task_mean.items() if c != clean}
     return {
         "metric": metric,
         "per_structure": per_structure,
         "task_mean": task_mean,
-        "task_dice_drop": {
-            c: task_mean.get(clean, math.nan) - v for c, v in task_mean.items() if c != clean
-        },
+        "task_dice_drop": task_drop,
         "dice_drop": drop,
         "robust_threshold": threshold,
         "robust_factor": factor,
@@ -120,14 +98,16 @@ def median_iqr(rows: Sequence[Mapping]) -> dict:
     """
     out = {}
     for m in ("dice", "nsd"):
-        pooled = summarize(rows, m, by=())
         per_task = summarize(rows, m, by=("task",))
-        medians = summarize([{m: t["median"]} for t in per_task], m, by=())
+        pooled, medians = (
+            summarize(rows, m, by=()),
+            summarize([{m: t["median"]} for t in per_task], m, by=()),
+        )
         out[m] = {
             "per_structure": summarize(rows, m, by=("task", "structure")),
             "per_task": per_task,
-            "over_tasks": pooled[0] if pooled else {},
-            "over_task_medians": medians[0] if medians else {},
+            "over_tasks": (pooled or [{}])[0],
+            "over_task_medians": (medians or [{}])[0],
         }
     return out
 
@@ -135,53 +115,27 @@ def median_iqr(rows: Sequence[Mapping]) -> dict:
 def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) -> dict:
     """Several models compared: median and IQR per structure, model and condition
     (MedSAM2's figure 2); metrics no row carries are left out.
-
-    Examples
-    --------
-    >>> rows = [{"structure": "liver", "model": m, "condition": "clean", "dice": d}
-    ...         for m, d in (("a", 0.8), ("a", 0.9), ("b", 0.5))]
-    >>> s = by_model(rows, ("dice",))
-    >>> s["models"], [(t["model"], t["median"]) for t in s["dice"]]
-    (['a', 'b'], [('a', 0.8500000000000001), ('b', 0.5)])
     """
     models = list(dict.fromkeys(str(r.get("model")) for r in rows))
-    out: dict = {
-        "models": models,
-        "aggregation": "median with IQR (quartiles by linear interpolation)",
-    }
+    out: dict = {"models": models}
+    out["aggregation"] = "median with IQR (quartiles by linear interpolation)"
+    order = {name: i for i, name in enumerate(models)}
+
+    def key(t: dict) -> tuple:
+        c = t["condition"]
+        return str(t["structure"]), c != CLEAN, str(c), order.get(str(t["model"]), 0)
+
     for m in metrics:
         if any(not math.isnan(as_float(r.get(m))) for r in rows):
-            order = {name: i for i, name in enumerate(models)}
-            stats = summarize(rows, m, by=("structure", "model", "condition"))
-            out[m] = sorted(
-                stats,
-                key=lambda t: (
-                    str(t["structure"]),
-                    t["condition"] != CLEAN,
-                    str(t["condition"]),
-                    order.get(str(t["model"]), 0),
-                ),
-            )
+            out[m] = sorted(summarize(rows, m, by=("structure", "model", "condition")), key=key)
     return out
 
 
 def percent_scores(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "iou")) -> dict:
-    """Mean over cases of the per-case class average, in percent, for each metric.
-
-    Examples
-    --------
-    >>> rows = [{"case": "a", "condition": "clean", "structure": "x", "dice": 0.5, "iou": 0.25}]
-    >>> percent_scores(rows)
-    {'dice': 50.0, 'iou': 25.0, 'n_cases': 1}
-    """
-    out: dict = {}
-    n = 0
-    for m in metrics:
-        means = case_means(rows, m)
-        out[m] = percent(mean(means.values()))
-        n = len(means)
-    out["n_cases"] = n
-    return out
+    """Mean over cases of the per-case class average, in percent, for each metric."""
+    means = {m: case_means(rows, m) for m in metrics}
+    n = len(means[metrics[-1]]) if metrics else 0
+    return {**{m: percent(mean(v.values())) for m, v in means.items()}, "n_cases": n}
 
 
 def filtered_by_uncertainty(
@@ -199,7 +153,7 @@ def filtered_by_uncertainty(
         score.setdefault(r["case"], as_float(r.get("uncertainty")))
     out = []
     for f in fractions:
-        _, removed = filter_most_uncertain(score, float(f), rule)
+        removed = filter_most_uncertain(score, float(f), rule)[1]
         gone = set(removed)
         kept = [r for r in rows if r["case"] not in gone]
         out.append({"fraction_removed": float(f), "removed": removed, **percent_scores(kept)})
@@ -236,9 +190,7 @@ _METRICS = ("dice", "iou", "recall", "precision")
 
 
 def _class_counts(rows: Iterable[Mapping]) -> tuple[list[str], np.ndarray]:
-    """The classes of the rows that carry pixel counts, sorted, and each one's
-    ``(n_tp, n_ref, n_pred)`` summed over them (one row per class).
-    """
+    """The sorted classes of the rows with pixel counts, and their summed counts ``(k, 3)``."""
     sums: dict[str, np.ndarray] = {}
     for r in rows:
         if all(k in r for k in COUNT_KEYS):
@@ -263,15 +215,6 @@ def pooled_scores(
     :func:`~napari_segeval.metrics.overlap_from_counts` (``empty`` for a class absent
     everywhere). ``average``: the mean over classes; ``micro``: counts summed over every
     class but ``background``.
-
-    Examples
-    --------
-    >>> rows = [{"structure": "a", "n_tp": 3, "n_ref": 4, "n_pred": 4},
-    ...         {"structure": "a", "n_tp": 0, "n_ref": 0, "n_pred": 2},
-    ...         {"structure": "b", "n_tp": 1, "n_ref": 2, "n_pred": 1}]
-    >>> s = pooled_scores(rows, ("dice",))
-    >>> round(s["per_class"]["a"]["dice"], 2), round(s["average"]["dice"], 2), round(s["micro"]["dice"], 2)
-    (60.0, 63.33, 61.54)
     """
     classes, counts = _class_counts(rows)
     if not classes:
@@ -292,17 +235,6 @@ def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRIC
     Per class, intersection, prediction and reference areas are summed over the rows, and
     each ratio is NaN where its own denominator is zero over the whole set. ``average``:
     the NaN-skipping mean over classes, background included (mDice, mIoU ...).
-
-    Examples
-    --------
-    >>> rows = [{"structure": "background", "n_tp": 90, "n_ref": 92, "n_pred": 94},
-    ...         {"structure": "a", "n_tp": 6, "n_ref": 8, "n_pred": 6},
-    ...         {"structure": "b", "n_tp": 0, "n_ref": 0, "n_pred": 0}]
-    >>> s = accumulated_scores(rows, ("dice", "precision"))
-    >>> round(s["per_class"]["a"]["dice"], 2), s["per_class"]["b"]["dice"]
-    (85.71, nan)
-    >>> round(s["average"]["dice"], 2), s["average"]["precision"]
-    (91.24, 97.87234042553192)
     """
     classes, counts = _class_counts(rows)
     if not classes:
@@ -327,36 +259,27 @@ def _over_folds(
     if not per_fold:
         return {}
     classes = sorted({c for p in per_fold for c in p["per_class"]})
-    out = {}
-    for m in metrics:
 
-        def block(values: list[float]) -> dict:
-            return {"folds": values, **mean_std(values)}
+    def block(values: list[float]) -> dict:
+        return {"folds": values, **mean_std(values)}
 
-        out[m] = {
+    return {
+        m: {
             "per_class": {
                 c: block([p["per_class"].get(c, {}).get(m, math.nan) for p in per_fold])
                 for c in classes
             },
             **{b: block([p[b][m] for p in per_fold]) for b in blocks},
         }
-    return out
+        for m in metrics
+    }
 
 
 def pooled_folds(
-    rows: Sequence[Mapping],
-    metrics: Sequence[str] = _METRICS,
-    empty: str = "one",
+    rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, empty: str = "one"
 ) -> dict:
     """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds
     (``{}`` when the rows carry no counts).
-
-    Examples
-    --------
-    >>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
-    ...         for f, t in ((0, 4), (1, 2))]
-    >>> pooled_folds(rows, ("dice",))["dice"]["average"]
-    {'folds': [100.0, 50.0], 'mean': 75.0, 'std': 35.35533905932738}
     """
     return _over_folds(
         rows, lambda r: pooled_scores(r, metrics, empty), metrics, ("average", "micro")
@@ -366,13 +289,6 @@ def pooled_folds(
 def accumulated_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS) -> dict:
     """:func:`accumulated_scores` of each fold's rows, then mean +- std (ddof=1) over folds
     (a class absent from a fold is left out of its mean and std).
-
-    Examples
-    --------
-    >>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
-    ...         for f, t in ((0, 4), (1, 2))]
-    >>> accumulated_folds(rows, ("dice",))["dice"]["average"]["folds"]
-    [100.0, 50.0]
     """
     return _over_folds(rows, lambda r: accumulated_scores(r, metrics), metrics, ("average",))
 
@@ -382,28 +298,17 @@ def holdout_scores(
 ) -> dict:
     """Scores of a held-out split (one model, no folds), in percent: per class and of the
     case's class mean (mean and std over cases), and :func:`pooled_scores`.
-
-    Examples
-    --------
-    >>> rows = [{"case": c, "condition": "clean", "structure": "a", "dice": d}
-    ...         for c, d in (("x", 0.5), ("y", 1.0))]
-    >>> h = holdout_scores(rows, ("dice",))
-    >>> h["n_cases"], h["dice"]["per_class"]["a"]["mean"], h["dice"]["average"]["mean"]
-    (2, 75.0, 75.0)
     """
+    classes = sorted({r["structure"] for r in rows})
     out: dict = {"n_cases": len({r["case"] for r in rows})}
     for m in metrics:
-        classes = sorted({r["structure"] for r in rows})
         per_class = {
             c: mean_std(percent(as_float(r.get(m))) for r in rows if r["structure"] == c)
             for c in classes
         }
-        out[m] = {
-            "per_class": per_class,
-            "average": mean_std(percent(v) for v in case_means(rows, m).values()),
-        }
-    out["pooled"] = pooled_scores(rows, metrics, empty)
-    return out
+        average = mean_std(percent(v) for v in case_means(rows, m).values())
+        out[m] = {"per_class": per_class, "average": average}
+    return {**out, "pooled": pooled_scores(rows, metrics, empty)}
 
 
 __all__ = [

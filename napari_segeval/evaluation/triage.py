@@ -156,51 +156,24 @@ def _risks(
     condition: str,
     risk: Any,
 ) -> tuple[dict[int, StructureRisk], list[dict]]:
-    """``risk(label, mask, reference slices)`` of each ``(label, mask)``, and its ``slices.csv``
-    rows.
+    """``risk(label, mask, the reference's non-empty slices)`` of each ``(label, mask)``, and
+    its ``slices.csv`` rows.
     """
     out: dict[int, StructureRisk] = {}
     rows: list[dict] = []
     for label, mask in masks:
         ref = None if reference is None else np.asarray(reference) == label
-        out[label] = risk(label, mask, _slices_of(ref))
-        rows += _slice_rows(out[label], mask, ref, names.get(label, str(label)), model, condition)
+        extra = () if ref is None else np.flatnonzero(ref.reshape(len(ref), -1).any(1)).tolist()
+        r = out[label] = risk(label, mask, extra)
+        head = {"structure": names.get(label, str(label)), "label": int(r.label), "model": model}
+        for sr in r.slices:
+            row = {**head, "condition": condition, "slice": sr.slice, "risk": sr.risk}
+            row.update(area=sr.area, **{sig.value: v for sig, v in sr.signals.items()})
+            row["flags"] = FLAG_SEPARATOR.join(f.value for f in sr.flags)
+            if ref is not None:
+                row["dice"] = _slice_dice(ref[sr.slice], mask[sr.slice])
+            rows.append(row)
     return out, rows
-
-
-def _slices_of(ref: np.ndarray | None) -> Sequence[int]:
-    """The slices where ``ref`` is non-empty (none without a reference)."""
-    if ref is None:
-        return ()
-    return np.flatnonzero(ref.reshape(ref.shape[0], -1).any(1)).tolist()
-
-
-def _slice_rows(
-    risk: StructureRisk,
-    mask: np.ndarray,
-    ref: np.ndarray | None,
-    name: str,
-    model: str,
-    condition: str,
-) -> list[dict]:
-    """The ``slices.csv`` rows of one structure's risk."""
-    rows = []
-    for sr in risk.slices:
-        row = {
-            "structure": name,
-            "label": int(risk.label),
-            "model": model,
-            "condition": condition,
-            "slice": sr.slice,
-            "risk": sr.risk,
-            "area": sr.area,
-            **{sig.value: v for sig, v in sr.signals.items()},
-            "flags": FLAG_SEPARATOR.join(f.value for f in sr.flags),
-        }
-        if ref is not None:
-            row["dice"] = _slice_dice(ref[sr.slice], mask[sr.slice])
-        rows.append(row)
-    return rows
 
 
 @dataclass(frozen=True)
@@ -236,29 +209,18 @@ class WorkItem:
 
     def to_dict(self) -> dict:
         """Its JSON form (``segeval triage --json``)."""
-        return {
-            "case": self.case,
-            "structure": self.structure,
-            "model": self.model,
-            "condition": self.condition,
-            "risk": self.risk,
-            "dice": None if math.isnan(self.dice) else self.dice,
-            "flagged": [
-                {"slice": f.slice, "risk": f.risk, "why": [x.value for x in f.flags]}
-                for f in self.flagged
-            ],
-        }
+        out = {k: getattr(self, k) for k in ("case", "structure", "model", "condition", "risk")}
+        out["dice"] = None if math.isnan(self.dice) else self.dice
+        why = [
+            {"slice": f.slice, "risk": f.risk, "why": [x.value for x in f.flags]}
+            for f in self.flagged
+        ]
+        return {**out, "flagged": why}
 
 
 def _flags(text: str) -> tuple[Flag, ...]:
     known = {f.value: f for f in Flag}
     return tuple(known[t] for t in (text or "").split(FLAG_SEPARATOR) if t in known)
-
-
-def _read_csv(path: Path) -> list[dict]:
-    from napari_segeval.metrics import ResultsTable
-
-    return list(ResultsTable.from_csv(path).rows)
 
 
 def worklist(folder: str | os.PathLike) -> list[WorkItem]:
@@ -269,17 +231,21 @@ def worklist(folder: str | os.PathLike) -> list[WorkItem]:
     napari_segeval.ReadError
         No ``results.csv``, or no ``risk`` column (written before risks were).
     """
+    from napari_segeval.metrics import ResultsTable
+
+    def read(name: str) -> list[dict]:
+        return list(ResultsTable.from_csv(out / name).rows) if (out / name).is_file() else []
+
     out = Path(folder)
     if not (out / "results.csv").is_file():
         raise ReadError(f"{out}: no results.csv (not a results folder, or the run has not ended)")
-    rows = [r for r in _read_csv(out / "results.csv") if r.get("status") == "ok"]
+    rows = [r for r in read("results.csv") if r.get("status") == "ok"]
     if rows and not any("risk" in r for r in rows):
         raise ReadError(
             f"{out}: written before risks were estimated (results.csv has no risk column); "
             "re-run segeval evaluate to rank it"
         )
-    slices = _read_csv(out / "slices.csv") if (out / "slices.csv").is_file() else []
-    return rank(rows, slices)
+    return rank(rows, read("slices.csv"))
 
 
 def rank(rows: Sequence[Mapping], slices: Sequence[Mapping] = ()) -> list[WorkItem]:

@@ -267,11 +267,10 @@ def test_a_precision_the_model_cannot_run_is_one_line_before_anything_runs(
 
 def test_run_json_says_which_precision_auto_chose(tmp_path):
     from napari_segeval.evaluation import run_evaluation
-    from napari_segeval.evaluation.evaluate import model_precisions
     from napari_segeval.evaluation.layouts import CaseSpec
     from napari_segeval.evaluation.protocols._promptable import Medsam2Params
 
-    assert model_precisions(Medsam2Params(models=["threshold", "builtin"])) == {
+    assert Medsam2Params(models=["threshold", "builtin"]).precisions() == {
         "threshold": "fp32",
         "builtin": "fp32",
     }
