@@ -176,11 +176,9 @@ def model_precision(
     requested: str | Precision | None, capabilities: Any, device: Any, model: str
 ) -> Precision:
     """:func:`resolve_precision` for a backend's declared capabilities (None: fp32 only)."""
-    if capabilities is None:
-        return resolve_precision(requested, (Precision.FP32,), device, model)
-    return resolve_precision(
-        requested, capabilities.precisions, device, model, capabilities.auto_precisions
-    )
+    caps = capabilities
+    offered, auto = (caps.precisions, caps.auto_precisions) if caps else ((Precision.FP32,),) * 2
+    return resolve_precision(requested, offered, device, model, auto)
 
 
 __all__ = [
