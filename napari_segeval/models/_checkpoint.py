@@ -89,14 +89,7 @@ def contains_code(path: str | Path) -> bool:
 
 
 def code_refused(path: str | Path, what: str) -> ReadError:
-    """The one-line error for a file that contains pickled Python objects.
-
-    Examples
-    --------
-    >>> print(code_refused("m.pt", "MedSAM2 checkpoint"))  # doctest: +NORMALIZE_WHITESPACE
-    m.pt: refused: this MedSAM2 checkpoint contains Python code (pickled objects), which
-    napari-segeval never runs; re-save its state dict with torch.save(model.state_dict(), ...)
-    """
+    """The one-line error for a file that contains pickled Python objects."""
     return ReadError(
         f"{path}: refused: this {what} contains Python code (pickled objects), which "
         "napari-segeval never runs; re-save its state dict with "
@@ -105,13 +98,7 @@ def code_refused(path: str | Path, what: str) -> ReadError:
 
 
 def content_error(path: str | os.PathLike, what: str, detail: str) -> ReadError:
-    """The one-line error for a readable file whose content is not a ``what``.
-
-    Examples
-    --------
-    >>> print(content_error("m.pt", "MedSAM2 checkpoint", "no 'model' entry"))
-    m.pt: not a MedSAM2 checkpoint: no 'model' entry
-    """
+    """The one-line error for a readable file whose content is not a ``what``."""
     return ReadError(f"{path}: not a {what}: {detail}")
 
 

@@ -16,13 +16,7 @@ from napari_segeval._errors import SegEvalError
 
 @dataclass(frozen=True)
 class ModelCard:
-    """What a model is: training data, intended use, licence, limits.
-
-    Examples
-    --------
-    >>> sorted(BUILTIN_CARDS["builtin"].as_dict())
-    ['intended_use', 'licence', 'not_for', 'reference', 'trained_on']
-    """
+    """What a model is: training data, intended use, licence, limits."""
 
     trained_on: str
     intended_use: str
@@ -114,8 +108,23 @@ _MEDSAM2: dict[str, tuple[str, str | None]] = {
         "box-prompted segmentation of lesions in CT volumes",
     ),
 }
-#: The one MedSAM2 file whose SHA-256 and exact size are on record.
-_MEDSAM2_LATEST = ("c92743b99f00d078bf32a3afcc38aaa9faf1c1692dffe3eaa7a90938c1991060", 156_040_129)
+#: ``(sha256, bytes)`` of the MedSAM2 files known exactly (the others: about 156 MB).
+_MEDSAM2_EXACT = {
+    "MedSAM2_latest": (
+        "c92743b99f00d078bf32a3afcc38aaa9faf1c1692dffe3eaa7a90938c1991060",
+        156_040_129,
+    )
+}
+
+
+def _medsam2(name: str, trained_on: str, use: str | None) -> CatalogueEntry:
+    sha256, size = _MEDSAM2_EXACT.get(name, (None, 156_000_000))
+    use = use or _MEDSAM2_CARD.intended_use
+    card = replace(_MEDSAM2_CARD, trained_on=trained_on, intended_use=use)
+    hub = ("wanglab/MedSAM2", f"{name}.pt", "e4a6f35edd7e091619cbc0750f462f1574e23955")
+    source = "https://github.com/bowang-lab/MedSAM2"
+    return CatalogueEntry(name, "MedSAM2", "medsam2", *hub, size, source, card, sha256)
+
 
 # ----------------------------------------------------------------------------- SAM2.1
 #: size -> "revision sha256 bytes" of facebook/sam2.1-hiera-SIZE's sam2.1_hiera_SIZE.pt.
@@ -127,8 +136,9 @@ _SAM21 = {
 }
 
 
-def _sam21_card(size: str) -> ModelCard:
-    return ModelCard(
+def _sam21(size: str, row: str) -> CatalogueEntry:
+    revision, sha256, nbytes = row.split()
+    card = ModelCard(
         "natural images and videos (SA-1B, SA-V and other video data), not medical scans",
         f"promptable segmentation and tracking of objects in images and videos; here the "
         f"general-purpose baseline of the MedSAM2 paper's comparison (SAM2.1 Hiera-{size} at "
@@ -138,40 +148,18 @@ def _sam21_card(size: str) -> ModelCard:
         "Ravi N, Gabeur V, Hu Y-T, et al. SAM 2: Segment Anything in Images and "
         "Videos. arXiv:2408.00714 (2024); checkpoints SAM 2.1 (September 2024)",
     )
+    name, file = f"sam2.1-{size}", f"sam2.1_hiera_{size.replace('-', '_')}.pt"
+    repo = f"facebook/sam2.1-hiera-{size}"
+    source = "https://github.com/facebookresearch/sam2"
+    return CatalogueEntry(
+        name, "SAM2.1", name, repo, file, revision, int(nbytes), source, card, sha256
+    )
 
 
 #: Every checkpoint that can be pulled, by name (order: the tables).
 CATALOGUE: dict[str, CatalogueEntry] = {
-    **{
-        name: CatalogueEntry(
-            name,
-            "MedSAM2",
-            "medsam2",
-            "wanglab/MedSAM2",
-            f"{name}.pt",
-            "e4a6f35edd7e091619cbc0750f462f1574e23955",
-            _MEDSAM2_LATEST[1] if name == "MedSAM2_latest" else 156_000_000,
-            "https://github.com/bowang-lab/MedSAM2",
-            replace(_MEDSAM2_CARD, trained_on=data, intended_use=use or _MEDSAM2_CARD.intended_use),
-            _MEDSAM2_LATEST[0] if name == "MedSAM2_latest" else None,
-        )
-        for name, (data, use) in _MEDSAM2.items()
-    },
-    **{
-        f"sam2.1-{size}": CatalogueEntry(
-            f"sam2.1-{size}",
-            "SAM2.1",
-            f"sam2.1-{size}",
-            f"facebook/sam2.1-hiera-{size}",
-            f"sam2.1_hiera_{size.replace('-', '_')}.pt",
-            row.split()[0],
-            int(row.split()[2]),
-            "https://github.com/facebookresearch/sam2",
-            _sam21_card(size),
-            row.split()[1],
-        )
-        for size, row in _SAM21.items()
-    },
+    **{name: _medsam2(name, *row) for name, row in _MEDSAM2.items()},
+    **{f"sam2.1-{size}": _sam21(size, row) for size, row in _SAM21.items()},
 }
 
 

@@ -31,11 +31,6 @@ class Imported:
 
     A backend class builds itself (``from_registry(name, checkpoint, device, precision)``)
     and declares what it takes without weights (``declared_capabilities()``).
-
-    Examples
-    --------
-    >>> Imported("napari_segeval.models.threshold", "ThresholdPromptModel").load().__name__
-    'ThresholdPromptModel'
     """
 
     module: str

@@ -50,11 +50,6 @@ class TrainConfig2D:
         Seeds weight initialization, batch sampling and flips.
     threads : int
         torch CPU threads while training and predicting (restored afterwards).
-
-    Examples
-    --------
-    >>> TrainConfig2D(iterations=10).to_dict()["iterations"]
-    10
     """
 
     iterations: int = 300

@@ -42,13 +42,7 @@ _BlockWeights = tuple["_Norm", "_Lin", torch.Tensor, "_Lin", "_Norm", "_Lin", "_
 
 
 def mkldnn_available() -> bool:
-    """Whether this torch build has the oneDNN kernels the fused encoder runs.
-
-    Examples
-    --------
-    >>> isinstance(mkldnn_available(), bool)
-    True
-    """
+    """Whether this torch build has the oneDNN kernels the fused encoder runs."""
     return bool(torch.backends.mkldnn.is_available())
 
 
