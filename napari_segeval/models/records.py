@@ -21,7 +21,7 @@ from napari_segeval.models.catalogue import (
     ModelCard,
     PackagedWeights,
 )
-from napari_segeval.models.registry import DENSE, PROMPTABLE, declared_capabilities
+from napari_segeval.models.registry import DENSE, PROMPTABLE, declared_capabilities, precision_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from napari_segeval.models.base import Capabilities
@@ -216,12 +216,8 @@ class ModelRow:
         >>> model_row("threshold").runs_in
         ''
         """
-        from napari_segeval.models.registry import PROMPTABLE, declared_capabilities, precision_of
-
         name = self.record.name
-        if not self.here or name not in PROMPTABLE:
-            return ""
-        caps = declared_capabilities(name)
+        caps = self.record.capabilities if self.here and name in PROMPTABLE else None
         if caps is None or len(caps.precisions) < 2:
             return ""
         return f"; auto precision here: {precision_of(name, 'auto')}"
