@@ -55,11 +55,10 @@ class PromptUNet(nn.Module):
         self.in_channels = int(in_channels)
         self.width, self.depth = int(width), int(depth)
         chans = [width * 2**i for i in range(depth + 1)]
-        self.down = nn.ModuleList()
-        cin = self.in_channels
-        for c in chans:
-            self.down.append(conv_block(cin, c, dims=2, norm="batch"))
-            cin = c
+        self.down = nn.ModuleList(
+            conv_block(cin, c, dims=2, norm="batch")
+            for cin, c in zip([self.in_channels, *chans], chans)
+        )
         self.up = nn.ModuleList()
         self.fuse = nn.ModuleList()
         for c_hi, c_lo in zip(chans[::-1][:-1], chans[::-1][1:]):

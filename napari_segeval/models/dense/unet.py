@@ -104,8 +104,7 @@ class UNet2D(nn.Module):
         super().__init__()
         ch = [width * 2**i for i in range(levels)]
         self.down = nn.ModuleList(
-            [conv_block(in_channels, ch[0], dims=2)]
-            + [conv_block(ch[i - 1], ch[i], dims=2) for i in range(1, levels)]
+            conv_block(cin, c, dims=2) for cin, c in zip([in_channels, *ch], ch)
         )
         self.pool = nn.MaxPool2d(2)
         self.up = nn.ModuleList(
