@@ -130,13 +130,13 @@ def load_state_strict(module: Any, state: Any, path: str | Path, what: str, mode
     ):
         raise content_error(path, what, "expected a state dict (names to tensors)")
     own = module.state_dict()
-    missing = [k for k in own if k not in state]
-    unexpected = [k for k in state if k not in own]
-    problems = []
-    if missing:
-        problems.append(f"{len(missing)} missing keys (e.g. {', '.join(missing[:3])})")
-    if unexpected:
-        problems.append(f"{len(unexpected)} unexpected keys (e.g. {', '.join(unexpected[:3])})")
+    keys = {
+        "missing": [k for k in own if k not in state],
+        "unexpected": [k for k in state if k not in own],
+    }
+    problems = [
+        f"{len(ks)} {kind} keys (e.g. {', '.join(ks[:3])})" for kind, ks in keys.items() if ks
+    ]
     if not problems:
         wrong = [
             f"{k}: {tuple(state[k].shape)} in the file, {tuple(v.shape)} in the model"
