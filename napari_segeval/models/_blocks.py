@@ -6,11 +6,19 @@ weight files: do not reorder it. Imports torch: import it only inside functions 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from torch import nn
 
 _CONV = {2: nn.Conv2d, 3: nn.Conv3d}
-_BATCH = {2: nn.BatchNorm2d, 3: nn.BatchNorm3d}
-_INSTANCE = {2: nn.InstanceNorm2d, 3: nn.InstanceNorm3d}
+#: norm -> the layers after each convolution, by dims and channels
+_NORMS: dict[str, Callable[[int, int], list[nn.Module]]] = {
+    "instance": lambda d, c: [
+        (nn.InstanceNorm2d, nn.InstanceNorm3d)[d - 2](c, affine=True),
+        nn.LeakyReLU(0.01, inplace=True),
+    ],
+    "batch": lambda d, c: [(nn.BatchNorm2d, nn.BatchNorm3d)[d - 2](c), nn.ReLU(inplace=True)],
+}
 
 
 def conv_block(cin: int, cout: int, *, dims: int, norm: str = "instance") -> nn.Sequential:
@@ -30,22 +38,14 @@ def conv_block(cin: int, cout: int, *, dims: int, norm: str = "instance") -> nn.
     """
     if dims not in _CONV:
         raise ValueError(f"dims must be 2 or 3, got {dims}")
-    if norm == "instance":
-
-        def normed(c: int) -> list[nn.Module]:
-            return [_INSTANCE[dims](c, affine=True), nn.LeakyReLU(0.01, inplace=True)]
-    elif norm == "batch":
-
-        def normed(c: int) -> list[nn.Module]:
-            return [_BATCH[dims](c), nn.ReLU(inplace=True)]
-    else:
+    if norm not in _NORMS:
         raise ValueError(f"norm must be 'instance' or 'batch', got {norm!r}")
-    conv = _CONV[dims]
+    conv, normed = _CONV[dims], _NORMS[norm]
     return nn.Sequential(
         conv(cin, cout, 3, padding=1, bias=False),
-        *normed(cout),
+        *normed(dims, cout),
         conv(cout, cout, 3, padding=1, bias=False),
-        *normed(cout),
+        *normed(dims, cout),
     )
 
 

@@ -28,15 +28,10 @@ VERIFIED: dict[tuple[str, int, int], str] = {}
 
 # ----------------------------------------------------------------------------- places
 def cache_dir(environ: Any = None) -> Path:
-    """``huggingface_hub``'s cache folder, from the environment as it is now.
+    """``huggingface_hub``'s cache folder, from ``environ`` (default ``os.environ``) as it is now.
 
     ``HF_HUB_CACHE`` (or ``HUGGINGFACE_HUB_CACHE``), else ``HF_HOME/hub``, else
     ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``.
-
-    Parameters
-    ----------
-    environ : mapping, optional
-        The variables to read (default ``os.environ``).
 
     Examples
     --------
@@ -93,15 +88,7 @@ def local_path(entry: CatalogueEntry, cache: Path | None = None) -> Path | None:
 
 # ----------------------------------------------------------------------------- checks
 def sha256_file(path: str | Path, cancel: Any = None) -> str:
-    """The SHA-256 of a file, read in 8 MiB blocks (``cancel`` checked between them).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"abc")
-    >>> sha256_file(p)[:16]
-    'ba7816bf8f01cfea'
-    """
+    """The SHA-256 of a file, read in 8 MiB blocks (``cancel`` checked between them)."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(_CHUNK):
@@ -122,9 +109,8 @@ def hashed(path: str | Path, cancel: Any = None) -> str:
 
 def record_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
     """Where :func:`pull` records the SHA-256 it checked (a folder the hub's tools ignore)."""
-    return (
-        repo_folder(entry, cache) / ".napari-segeval" / entry.revision / f"{entry.filename}.sha256"
-    )
+    folder = repo_folder(entry, cache) / ".napari-segeval" / entry.revision
+    return folder / f"{entry.filename}.sha256"
 
 
 def recorded_sha256(entry: CatalogueEntry, path: Path) -> str | None:
@@ -150,17 +136,14 @@ def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
             f"file against (placed by hand?): run segeval models pull "
             f"{entry.name} online, or pass the file with --checkpoint"
         )
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    digest = VERIFIED.get(key) or sha256_file(path, cancel)
+    digest = hashed(path, cancel)
     if any(digest != h for h in expected):
         raise ReadError(
             f"{path}: SHA-256 {digest[:12]}... is not the published "
-            f"{expected[0][:12]}... of {entry.filename} ({st.st_size} bytes; "
+            f"{expected[0][:12]}... of {entry.filename} ({path.stat().st_size} bytes; "
             f"truncated or altered): run segeval models pull {entry.name} to "
             f"replace it"
         )
-    VERIFIED[key] = digest
     return digest
 
 
@@ -187,12 +170,7 @@ def published_twin(path: Any) -> CatalogueEntry | None:
     except (OSError, TypeError, ValueError):
         return None
     same = [e for e in CATALOGUE.values() if e.sha256 and e.size == size]
-    if not same:
-        return None
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    digest = VERIFIED.get(key) or sha256_file(path)
-    VERIFIED[key] = digest
+    digest = hashed(path) if same else None
     return next((e for e in same if e.sha256 == digest), None)
 
 

@@ -89,14 +89,7 @@ def contains_code(path: str | Path) -> bool:
 
 
 def code_refused(path: str | Path, what: str) -> ReadError:
-    """The one-line error for a file that contains pickled Python objects.
-
-    Examples
-    --------
-    >>> print(code_refused("m.pt", "MedSAM2 checkpoint"))  # doctest: +NORMALIZE_WHITESPACE
-    m.pt: refused: this MedSAM2 checkpoint contains Python code (pickled objects), which
-    napari-segeval never runs; re-save its state dict with torch.save(model.state_dict(), ...)
-    """
+    """The one-line error for a file that contains pickled Python objects."""
     return ReadError(
         f"{path}: refused: this {what} contains Python code (pickled objects), which "
         "napari-segeval never runs; re-save its state dict with "
@@ -105,13 +98,7 @@ def code_refused(path: str | Path, what: str) -> ReadError:
 
 
 def content_error(path: str | os.PathLike, what: str, detail: str) -> ReadError:
-    """The one-line error for a readable file whose content is not a ``what``.
-
-    Examples
-    --------
-    >>> print(content_error("m.pt", "MedSAM2 checkpoint", "no 'model' entry"))
-    m.pt: not a MedSAM2 checkpoint: no 'model' entry
-    """
+    """The one-line error for a readable file whose content is not a ``what``."""
     return ReadError(f"{path}: not a {what}: {detail}")
 
 
@@ -143,13 +130,13 @@ def load_state_strict(module: Any, state: Any, path: str | Path, what: str, mode
     ):
         raise content_error(path, what, "expected a state dict (names to tensors)")
     own = module.state_dict()
-    missing = [k for k in own if k not in state]
-    unexpected = [k for k in state if k not in own]
-    problems = []
-    if missing:
-        problems.append(f"{len(missing)} missing keys (e.g. {', '.join(missing[:3])})")
-    if unexpected:
-        problems.append(f"{len(unexpected)} unexpected keys (e.g. {', '.join(unexpected[:3])})")
+    keys = {
+        "missing": [k for k in own if k not in state],
+        "unexpected": [k for k in state if k not in own],
+    }
+    problems = [
+        f"{len(ks)} {kind} keys (e.g. {', '.join(ks[:3])})" for kind, ks in keys.items() if ks
+    ]
     if not problems:
         wrong = [
             f"{k}: {tuple(state[k].shape)} in the file, {tuple(v.shape)} in the model"

@@ -18,13 +18,10 @@ def pick_device(preference: str | None = None) -> torch.device:
     import torch
 
     pref = (preference or "auto").lower()
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = mps is not None and mps.is_available()
     if pref == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        mps = getattr(torch.backends, "mps", None)
-        if mps is not None and mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if has_mps else "cpu")
     try:
         dev = torch.device(pref)
     except RuntimeError as exc:
@@ -33,22 +30,13 @@ def pick_device(preference: str | None = None) -> torch.device:
         ) from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SegEvalError("device 'cuda' requested but CUDA is not available")
-    if dev.type == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise SegEvalError("device 'mps' requested but MPS is not available")
+    if dev.type == "mps" and not has_mps:
+        raise SegEvalError("device 'mps' requested but MPS is not available")
     return dev
 
 
 def autocast_context(device: Any, enabled: bool = True) -> contextlib.AbstractContextManager:
-    """bf16 autocast on CUDA (when ``enabled``), a no-op context elsewhere.
-
-    Examples
-    --------
-    >>> import torch
-    >>> with autocast_context(torch.device("cpu")):
-    ...     pass
-    """
+    """bf16 autocast on CUDA (when ``enabled``), a no-op context elsewhere."""
     import torch
 
     dev = torch.device(device)

@@ -143,9 +143,7 @@ class FrameCache:
     def _fit(self) -> None:
         """Drop the frames read furthest in the future until the cache fits the budget."""
         while self._size and self.cached_bytes > self.budget:
-            far = max(self._size, key=self._next_read)
-            self._kept.pop(far)
-            self._size.pop(far)
+            self._drop(max(self._size, key=self._next_read))
         self.peak_bytes = max(self.peak_bytes, self.cached_bytes)
 
     def get(self, t: int) -> list:
@@ -165,8 +163,11 @@ class FrameCache:
         if q:
             q.popleft()
         if not q and not self.retain:
-            self._kept.pop(t, None)
-            self._size.pop(t, None)
+            self._drop(t)
+
+    def _drop(self, t: int) -> None:
+        self._kept.pop(t, None)
+        self._size.pop(t, None)
 
     def forget(self, t: int, step: int) -> None:
         """Cancel the read of frame ``t`` planned at ``step`` (a walk stopped early)."""
@@ -174,8 +175,7 @@ class FrameCache:
         if q and step in q:
             q.remove(step)
             if not q and not self.retain:
-                self._kept.pop(int(t), None)
-                self._size.pop(int(t), None)
+                self._drop(int(t))
 
     def clear(self) -> None:
         """Drop every cached feature (and the store's)."""

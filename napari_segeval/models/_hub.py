@@ -119,9 +119,15 @@ def _unreachable(entry: CatalogueEntry, exc: BaseException) -> SegEvalError:
         return ReadError(
             f"{url(entry, endpoint())}: the hub has no such file ({kind}, HTTP {status})"
         )
-    first = (str(exc).strip().splitlines() or [""])[0][:120]
-    why = f"HTTP {status}" if status else f"{kind}: {first}" if first else kind
+    why = _why(exc, 120)
     return fetch_by_hand(entry, f"cannot reach the model hub at {endpoint()} ({why})")
+
+
+def _why(exc: BaseException, width: int) -> str:
+    """``HTTP status``, else the error's type and the first ``width`` characters of its text."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    first, kind = (str(exc).strip().splitlines() or [""])[0][:width], type(exc).__name__
+    return f"HTTP {status}" if status else f"{kind}: {first}" if first else kind
 
 
 def _check_room(folder: Path, need: int) -> None:
@@ -164,44 +170,36 @@ def _relay(hub: Any, progress: Callable[[int, int], None] | None, cancel: Any) -
     return Relay
 
 
-def _remove_new(entry: CatalogueEntry, sha: str, before: set[Path]) -> None:
-    """Remove what a failed pull left of the entry's file (nothing that was there before)."""
+def _places(entry: CatalogueEntry, sha: str) -> tuple[list[Path], list[Path]]:
+    """The files and the folders (innermost first) a pull of the entry's blob ``sha`` makes."""
     repo = repo_folder(entry, cache_dir())
-    lock_dir = cache_dir() / ".locks" / repo.name
-    blobs = repo / "blobs"
-    files = [snapshot_path(entry), blobs / sha, lock_dir / f"{sha}.lock"]
-    files += list(blobs.glob(f"{sha}*.incomplete")) if blobs.is_dir() else []
-    for path in files:
-        if path not in before and (path.is_symlink() or path.exists()):
-            path.unlink(missing_ok=True)
-    folders = [
-        snapshot_path(entry).parent,
+    locks, blobs, snap = cache_dir() / ".locks" / repo.name, repo / "blobs", snapshot_path(entry)
+    return [snap, blobs / sha, locks / f"{sha}.lock"], [
+        snap.parent,
         repo / "snapshots",
         blobs,
         repo / "refs",
         repo,
-        lock_dir,
+        locks,
     ]
+
+
+def _remove_new(entry: CatalogueEntry, sha: str, before: set[Path]) -> None:
+    """Remove what a failed pull left of the entry's file (nothing that was there before)."""
+    files, folders = _places(entry, sha)
+    blobs = folders[2]
+    files += list(blobs.glob(f"{sha}*.incomplete")) if blobs.is_dir() else []
+    for path in files:
+        if path not in before and (path.is_symlink() or path.exists()):
+            path.unlink(missing_ok=True)
     for folder in folders:
         if folder not in before and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
 
 
 def _existing(entry: CatalogueEntry, sha: str) -> set[Path]:
-    repo = repo_folder(entry, cache_dir())
-    lock_dir = cache_dir() / ".locks" / repo.name
-    paths = [
-        snapshot_path(entry),
-        snapshot_path(entry).parent,
-        repo / "snapshots",
-        repo / "blobs",
-        repo / "blobs" / sha,
-        repo / "refs",
-        repo,
-        lock_dir,
-        lock_dir / f"{sha}.lock",
-    ]
-    return {p for p in paths if p.is_symlink() or p.exists()}
+    files, folders = _places(entry, sha)
+    return {p for p in [*files, *folders] if p.is_symlink() or p.exists()}
 
 
 def _download(hub: Any, entry: CatalogueEntry, progress: Any, cancel: Any) -> Path:
@@ -233,17 +231,8 @@ def _download(hub: Any, entry: CatalogueEntry, progress: Any, cancel: Any) -> Pa
 
 def _stopped(entry: CatalogueEntry, exc: BaseException) -> ReadError:
     """The one line for a download that started and did not finish (a short or cut file)."""
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    first = (str(exc).strip().splitlines() or [""])[0][:160]
-    why = (
-        f"HTTP {status}"
-        if status
-        else f"{type(exc).__name__}: {first}"
-        if first
-        else type(exc).__name__
-    )
     return ReadError(
-        f"{url(entry, endpoint())}: the download did not complete ({why}): nothing "
+        f"{url(entry, endpoint())}: the download did not complete ({_why(exc, 160)}): nothing "
         f"was kept; run segeval models pull {entry.name} again"
     )
 

@@ -55,11 +55,10 @@ class PromptUNet(nn.Module):
         self.in_channels = int(in_channels)
         self.width, self.depth = int(width), int(depth)
         chans = [width * 2**i for i in range(depth + 1)]
-        self.down = nn.ModuleList()
-        cin = self.in_channels
-        for c in chans:
-            self.down.append(conv_block(cin, c, dims=2, norm="batch"))
-            cin = c
+        self.down = nn.ModuleList(
+            conv_block(cin, c, dims=2, norm="batch")
+            for cin, c in zip([self.in_channels, *chans], chans)
+        )
         self.up = nn.ModuleList()
         self.fuse = nn.ModuleList()
         for c_hi, c_lo in zip(chans[::-1][:-1], chans[::-1][1:]):
@@ -125,14 +124,12 @@ def window_from_points(
     points: list[tuple[float, float, bool]], side: float = CLICK_SIDE
 ) -> tuple[float, float, float]:
     """Square window around the positive clicks of a frame with nothing else to go by."""
-    pos = [(y, x) for y, x, positive in points if positive]
+    pos = [(math.floor(y + 0.5), math.floor(x + 0.5)) for y, x, positive in points if positive]
     if not pos:
         raise ValueError("a window from points needs a positive point")
-    ys = [math.floor(y + 0.5) for y, _ in pos]
-    xs = [math.floor(x + 0.5) for _, x in pos]
-    y0, x0, y1, x1 = min(ys), min(xs), max(ys) + 1, max(xs) + 1
-    side = max(float(side), MIN_SIDE, max(y1 - y0, x1 - x0) * CONTEXT)
-    return (y0 + y1) / 2.0, (x0 + x1) / 2.0, side / 2.0
+    ys, xs = zip(*pos)
+    cy, cx, half = window_from_bbox(min(ys), min(xs), max(ys) + 1, max(xs) + 1)
+    return cy, cx, max(half, float(side) / 2.0)
 
 
 def refine_window(

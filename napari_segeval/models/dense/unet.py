@@ -27,11 +27,6 @@ class UNetConfig:
         Channels of the first level; doubled at every down-sampling.
     levels : int
         Resolution levels (``levels - 1`` down-samplings by 2 on every axis).
-
-    Examples
-    --------
-    >>> UNetConfig(num_classes=6).divisor
-    8
     """
 
     in_channels: int = 1
@@ -103,19 +98,13 @@ class UNet2D(nn.Module):
     concatenation; returns logits ``(N, num_classes, H, W)`` for inputs whose sizes
     are multiples of ``2 ** (levels - 1)``. Built by
     :func:`napari_segeval.models.dense.unet2d.build_network`.
-
-    Examples
-    --------
-    >>> UNet2D(3, 2, width=4, levels=2)(torch.zeros(1, 3, 8, 8)).shape
-    torch.Size([1, 2, 8, 8])
     """
 
     def __init__(self, in_channels: int, num_classes: int, width: int, levels: int) -> None:
         super().__init__()
         ch = [width * 2**i for i in range(levels)]
         self.down = nn.ModuleList(
-            [conv_block(in_channels, ch[0], dims=2)]
-            + [conv_block(ch[i - 1], ch[i], dims=2) for i in range(1, levels)]
+            conv_block(cin, c, dims=2) for cin, c in zip([in_channels, *ch], ch)
         )
         self.pool = nn.MaxPool2d(2)
         self.up = nn.ModuleList(

@@ -7,7 +7,9 @@ functions only.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -48,11 +50,6 @@ class TrainConfig2D:
         Seeds weight initialization, batch sampling and flips.
     threads : int
         torch CPU threads while training and predicting (restored afterwards).
-
-    Examples
-    --------
-    >>> TrainConfig2D(iterations=10).to_dict()["iterations"]
-    10
     """
 
     iterations: int = 300
@@ -117,7 +114,8 @@ def as_channels(image: np.ndarray, in_channels: int | None = None) -> np.ndarray
     return np.ascontiguousarray(a)
 
 
-class TorchThreads:
+@contextlib.contextmanager
+def TorchThreads(n: int) -> Iterator[None]:
     """Set torch's CPU thread count for a block and restore it.
 
     Examples
@@ -130,20 +128,14 @@ class TorchThreads:
     >>> torch.get_num_threads() == before
     True
     """
+    import torch
 
-    def __init__(self, n: int) -> None:
-        self.n = max(1, int(n))
-
-    def __enter__(self):
-        import torch
-
-        self.old = torch.get_num_threads()
-        torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc) -> None:
-        import torch
-
-        torch.set_num_threads(self.old)
+    old = torch.get_num_threads()
+    torch.set_num_threads(max(1, int(n)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 def resize2d(t, size, mode: str):

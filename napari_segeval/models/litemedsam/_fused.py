@@ -42,13 +42,7 @@ _BlockWeights = tuple["_Norm", "_Lin", torch.Tensor, "_Lin", "_Norm", "_Lin", "_
 
 
 def mkldnn_available() -> bool:
-    """Whether this torch build has the oneDNN kernels the fused encoder runs.
-
-    Examples
-    --------
-    >>> isinstance(mkldnn_available(), bool)
-    True
-    """
+    """Whether this torch build has the oneDNN kernels the fused encoder runs."""
     return bool(torch.backends.mkldnn.is_available())
 
 
@@ -60,10 +54,8 @@ class _Lin:
     b: torch.Tensor | None
 
     def __call__(self, x: torch.Tensor, gelu: bool = False) -> torch.Tensor:
-        x = x.to(self.w.dtype)
-        if gelu:
-            return _LIN(x, self.w, self.b, "gelu", [], "none")
-        return _LIN(x, self.w, self.b, "none", [], "")
+        act, algorithm = ("gelu", "none") if gelu else ("none", "")
+        return _LIN(x.to(self.w.dtype), self.w, self.b, act, [], algorithm)
 
     def add(self, x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
         """``linear(x) + other`` (one kernel when both are in the weights' dtype; else the
@@ -81,14 +73,13 @@ class _Depthwise:
     b: torch.Tensor
     stride: int
 
-    def __call__(self, x: torch.Tensor, padding: tuple[int, int], gelu: bool) -> torch.Tensor:
-        """``x`` channels-last ``(B, C, H, W)`` -> channels-last output."""
-        x = x.to(self.w.dtype)
-        s = [self.stride, self.stride]
-        groups = int(self.w.shape[0])
-        if gelu:
-            return _CONV(x, self.w, self.b, list(padding), s, [1, 1], groups, "gelu", [], "none")
-        return _CONV(x, self.w, self.b, list(padding), s, [1, 1], groups, "none", [], "")
+    def __call__(self, x: torch.Tensor, gelu: bool) -> torch.Tensor:
+        """``x`` channels-last ``(B, C, H, W)`` -> channels-last output (padding 1)."""
+        s, groups = [self.stride, self.stride], int(self.w.shape[0])
+        act, algorithm = ("gelu", "none") if gelu else ("none", "")
+        return _CONV(
+            x.to(self.w.dtype), self.w, self.b, [1, 1], s, [1, 1], groups, act, [], algorithm
+        )
 
 
 @dataclass(frozen=True)
@@ -228,7 +219,7 @@ class FusedEncoder:
             o1 = min(out_h, o0 + rows)
             lo = max(0, stride * (o0 - 1))
             e = e_lin(x[:, lo : min(h, stride * (o1 - 1) + 2)], gelu=True)
-            d = d_conv(e.permute(0, 3, 1, 2), (1, 1), gelu=True)
+            d = d_conv(e.permute(0, 3, 1, 2), gelu=True)
             first = (stride * o0 - lo) // stride
             bands.append(finish(d[:, :, first : first + o1 - o0], o0, o1))
         return bands[0] if len(bands) == 1 else torch.cat(bands, dim=1)
@@ -274,7 +265,7 @@ class FusedEncoder:
         r = blk.resolution
         x = in_windows(x, r, blk.window, lambda t: self._attend(blk, t))  # x + attention(x)
         local = self._dw[id(blk.local_conv)]
-        x = local(x.view(b, r, r, c).permute(0, 3, 1, 2), (1, 1), gelu=False)
+        x = local(x.view(b, r, r, c).permute(0, 3, 1, 2), gelu=False)
         x = x.permute(0, 2, 3, 1).reshape(b, n, c)
         _, _, _, _, norm, fc1, fc2 = self._blocks[id(blk)]
         per = rows_per_band(int(fc1.w.shape[0]), 1, b, self.band_floats)

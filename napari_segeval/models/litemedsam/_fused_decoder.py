@@ -24,18 +24,12 @@ from ._network import EMBED_SIZE, Attention, LayerNorm2d, LiteMedSAMNet, TwoWayB
 UP_TOKENS = 1024
 
 
-def _lin(layer: torch.nn.Linear) -> _Lin:
-    return _Lin(
-        layer.weight.detach().float().contiguous(), layer.bias.detach().float().contiguous()
-    )
-
-
 def _norm(norm: torch.nn.LayerNorm | LayerNorm2d) -> _Norm:
     return _Norm(norm.weight.detach().float(), norm.bias.detach().float(), float(norm.eps))
 
 
-def _cat(*layers: torch.nn.Linear) -> _Lin:
-    """One projection computing several (their outputs side by side)."""
+def _lin(*layers: torch.nn.Linear) -> _Lin:
+    """One float32 projection computing ``layers`` (their outputs side by side)."""
     w = torch.cat([m.weight.detach().float() for m in layers]).contiguous()
     b = torch.cat([m.bias.detach().float() for m in layers]).contiguous()
     return _Lin(w, b)
@@ -81,7 +75,7 @@ class FusedDecoder:
         t2i, i2t = blk.cross_attn_token_to_image, blk.cross_attn_image_to_token
         return {
             # keys+pe feed the token-to-image keys and the image-to-token queries
-            "kq": _cat(t2i.k_proj, i2t.q_proj),
+            "kq": _lin(t2i.k_proj, i2t.q_proj),
             "v": _lin(t2i.v_proj),
             "out": _lin(i2t.out_proj),
             "norm4": _norm(blk.norm4),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import cast
 
 import torch
@@ -189,18 +189,18 @@ class PatchMerging(nn.Module):
         return out.reshape(b, -1, out.shape[-1])
 
 
-class ConvStage(nn.Module):
-    """TinyViT's first stage: MBConv blocks, then a patch merging."""
+class Stage(nn.Module):
+    """A TinyViT stage: its blocks, then (except the last stage) a patch merging."""
 
-    def __init__(self, dim: int, resolution: int, depth: int, out_dim: int) -> None:
+    def __init__(self, blocks: Sequence[nn.Module], downsample: PatchMerging | None) -> None:
         super().__init__()
-        self.blocks = nn.ModuleList(MBConv(dim) for _ in range(depth))
-        self.downsample = PatchMerging(resolution, dim, out_dim)
+        self.blocks = nn.ModuleList(blocks)
+        self.downsample = downsample
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.blocks:
             x = block(x)
-        return self.downsample(x)
+        return x if self.downsample is None else self.downsample(x)
 
 
 def _offset_index(window: int) -> tuple[int, torch.Tensor]:
@@ -300,24 +300,6 @@ class TinyViTBlock(nn.Module):
         return x + self.mlp(x)
 
 
-class AttentionStage(nn.Module):
-    """TinyViT blocks, then (except the last stage) a patch merging."""
-
-    def __init__(
-        self, dim: int, resolution: int, depth: int, heads: int, window: int, out_dim: int | None
-    ) -> None:
-        super().__init__()
-        self.blocks = nn.ModuleList(
-            TinyViTBlock(dim, resolution, heads, window) for _ in range(depth)
-        )
-        self.downsample = PatchMerging(resolution, dim, out_dim) if out_dim is not None else None
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = block(x)
-        return x if self.downsample is None else self.downsample(x)
-
-
 class PatchEmbed(nn.Module):
     """LiteMedSAM's stem: 1 x 1 conv-BN, GELU, 1 x 1 conv-BN (no downsampling)."""
 
@@ -352,17 +334,16 @@ class TinyViTEncoder(nn.Module):
         d = self.dims
         self.patch_embed = PatchEmbed(3, d[0])
         res = (IMAGE_SIZE, IMAGE_SIZE // 2, IMAGE_SIZE // 4, IMAGE_SIZE // 4)
-        self.layers = nn.ModuleList([ConvStage(d[0], res[0], self.depths[0], d[1])])
-        for i in (1, 2, 3):
+        self.layers = nn.ModuleList()
+        for i, depth in enumerate(self.depths):  # MBConv blocks first, then attention
+            blocks = [
+                MBConv(d[0])
+                if i == 0
+                else TinyViTBlock(d[i], res[i], self.heads[i], self.windows[i])
+                for _ in range(depth)
+            ]
             self.layers.append(
-                AttentionStage(
-                    d[i],
-                    res[i],
-                    self.depths[i],
-                    self.heads[i],
-                    self.windows[i],
-                    d[i + 1] if i < 3 else None,
-                )
+                Stage(blocks, PatchMerging(res[i], d[i], d[i + 1]) if i < 3 else None)
             )
         self.neck = nn.Sequential(
             nn.Conv2d(d[3], 256, 1, bias=False),
@@ -459,9 +440,7 @@ class Attention(nn.Module):
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         q, k, v = (
-            self._split(self.q_proj(q)),
-            self._split(self.k_proj(k)),
-            self._split(self.v_proj(v)),
+            self._split(f(t)) for f, t in ((self.q_proj, q), (self.k_proj, k), (self.v_proj, v))
         )
         out = F.scaled_dot_product_attention(q, k, v)
         b, h, n, c = out.shape
@@ -551,11 +530,9 @@ class MLP(nn.Module):
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, [*sizes[1:], cout]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for i, layer in enumerate(self.layers):
-            x = layer(x)
-            if i < len(self.layers) - 1:
-                x = F.relu(x)
-        return x
+        for layer in self.layers[:-1]:
+            x = F.relu(layer(x))
+        return self.layers[-1](x)
 
 
 class MaskDecoder(nn.Module):
