@@ -20,6 +20,7 @@ import numpy as np
 from napari_segeval._errors import ReadError
 from napari_segeval._names import CLEAN
 from napari_segeval.metrics.catalog import as_float
+from napari_segeval.metrics.overlap import mask_dice
 from napari_segeval.uncertainty.risk import (
     Flag,
     RiskKind,
@@ -32,11 +33,6 @@ from napari_segeval.uncertainty.risk import (
 
 #: The flags of a slice in ``slices.csv``: their texts joined by this separator.
 FLAG_SEPARATOR = "; "
-
-
-def _slice_dice(reference: np.ndarray, mask: np.ndarray) -> float:
-    total = int(reference.sum()) + int(mask.sum())
-    return 1.0 if total == 0 else 2.0 * int(np.logical_and(reference, mask).sum()) / total
 
 
 def crop_slices(structure: Any) -> _CropSlices:
@@ -171,7 +167,7 @@ def _risks(
             row.update(area=sr.area, **{sig.value: v for sig, v in sr.signals.items()})
             row["flags"] = FLAG_SEPARATOR.join(f.value for f in sr.flags)
             if ref is not None:
-                row["dice"] = _slice_dice(ref[sr.slice], mask[sr.slice])
+                row["dice"] = mask_dice(ref[sr.slice], mask[sr.slice])
             rows.append(row)
     return out, rows
 

@@ -330,9 +330,24 @@ def _scalar(v) -> float | int:
     return int(v) if np.issubdtype(np.asarray(v).dtype, np.integer) else float(v)
 
 
+def mask_dice(a: np.ndarray, b: np.ndarray) -> float:
+    """Dice of two boolean masks of one shape, 1.0 when both are empty.
+
+    Examples
+    --------
+    >>> mask_dice(np.array([1, 1, 0], bool), np.array([0, 1, 1], bool))
+    0.5
+    >>> mask_dice(np.zeros(3, bool), np.zeros(3, bool))
+    1.0
+    """
+    tp = int(np.logical_and(a, b).sum())
+    return float(overlap_from_counts(tp, int(a.sum()), int(b.sum()))["dice"])
+
+
 __all__ = [
     "confusion_and_boxes",
     "confusion_matrix",
+    "mask_dice",
     "overlap_from_confusion",
     "overlap_from_counts",
     "overlap_metrics",

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval.metrics.overlap import mask_dice
 from napari_segeval.uncertainty.maps import binary_entropy
 
 
@@ -177,14 +178,9 @@ class RiskModel:
         }
 
 
-def _dice(a: np.ndarray, b: np.ndarray) -> float:
-    total = int(a.sum()) + int(b.sum())
-    return 1.0 if total == 0 else 2.0 * int(np.logical_and(a, b).sum()) / total
-
-
 def _disagreement(mask: np.ndarray, others: Sequence[np.ndarray]) -> float:
     """One minus the mean Dice between ``mask`` and each of ``others`` (NaN: none)."""
-    return 1.0 - float(np.mean([_dice(mask, o) for o in others])) if others else math.nan
+    return 1.0 - float(np.mean([mask_dice(mask, o) for o in others])) if others else math.nan
 
 
 def _grow(mask: np.ndarray) -> np.ndarray:
@@ -252,7 +248,7 @@ def slice_signals(
         m = masks[k]
         near = [masks[j] for j in (k - 1, k + 1) if 0 <= j < n and areas[j] > 0]
         if m.any():
-            cont = 1.0 - (float(np.mean([_dice(m, b) for b in near])) if near else 0.0)
+            cont = 1.0 - (float(np.mean([mask_dice(m, b) for b in near])) if near else 0.0)
         else:
             cont = math.nan
         row = {
