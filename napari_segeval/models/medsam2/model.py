@@ -321,11 +321,8 @@ class MedSAM2Model(PromptableModel):
                 conds,
                 (h, w),
                 self.fill_hole_area,
-                batch=self._batch(),
-                progress=options.progress,
-                cancel=options.cancel,
-                stop_when_empty=options.stop_when_empty,
-                on_frame=options.on_frame,
+                self._batch(),
+                options,
             )
             return rows, [(s.presence, s.quality) for s in states]
         finally:
