@@ -285,34 +285,25 @@ class LiteMedSAMModel(PromptableModel):
             )
         return x.to(self.device, torch.float32)
 
-    def _run(
-        self,
-        frames: torch.Tensor,
-        chains: list,
-        features: FrameStore | None,
-        *,
-        grad: bool = False,
-        cache_mb: Any = None,
-        **run: Any,
-    ) -> None:
-        """Run ``chains`` on ``frames`` (``run``: :func:`._chain.run`'s keywords), each
-        slice encoded once for all of them; :attr:`last_run` says how many were."""
+    def _run(self, frames: torch.Tensor, chains: list, options: WalkOptions) -> None:
+        """Run ``chains`` on ``frames``, each slice encoded once for all of them (cached in
+        ``options.features``); :attr:`last_run` says how many were."""
         import torch
 
         from . import _chain
         from . import _recipe as R
 
+        grad = options.grad
         store = None
-        if features is not None and not grad:
-            store = features
+        if options.features is not None and not grad:
+            store = options.features
             store.bind(frames, (str(self.device),))
+        cache_mb = self.cache_mb if options.cache_mb is None else options.cache_mb
         budget = None if cache_mb is None else float(cache_mb) * 2**20
-        steps = max((c.length for c in chains), default=0)
-        reads = [[c.frames[j] for c in chains if j < c.length] for j in range(steps)]
+        steps = max((len(c.frames) for c in chains), default=0)
+        reads = [[c.frames[j] for c in chains if j < len(c.frames)] for j in range(steps)]
 
         def encode(a: int, b: int) -> list[list]:
-            import torch
-
             x = torch.stack([R.model_input(frames[i])[0] for i in range(a, b)])
             if grad and torch.is_grad_enabled():
                 # an attack's gradient through every slice of a walk: the encoder's
@@ -329,7 +320,7 @@ class LiteMedSAMModel(PromptableModel):
         reused = len(store) if store is not None else 0
         with torch.enable_grad() if grad else torch.inference_mode():
             shape = (int(frames.shape[1]), int(frames.shape[2]))
-            _chain.run(self.network, cache, frames, chains, shape, grad=grad, **run)
+            _chain.run(self.network, cache, chains, shape, options)
         self.last_run = {"encoded_frames": cache.encoded, "reused_frames": reused}
 
     # -- walks ---------------------------------------------------------------------------
@@ -351,16 +342,7 @@ class LiteMedSAMModel(PromptableModel):
         x = self._frames(frames)
         n, h, w = (int(s) for s in x.shape[:3])
         chains = [self._chain(walk, n, (h, w), options.stop_when_empty) for walk in walks]
-        self._run(
-            x,
-            chains,
-            options.features,
-            grad=options.grad,
-            cache_mb=self.cache_mb if options.cache_mb is None else options.cache_mb,
-            progress=options.progress,
-            cancel=options.cancel,
-            on_frame=options.on_frame,
-        )
+        self._run(x, chains, options)
         outs = [_output(c, (h, w)) for c in chains]
         return outs if options.crops else [o.full() for o in outs]
 
@@ -389,13 +371,12 @@ class LiteMedSAMModel(PromptableModel):
                     f"prior volume of shape {prior.shape} does not fit frames {(n, *shape)}"
                 )
         return _chain.Chain(
-            walk.frames(n).tolist(),
+            walk.frames(n).tolist()[:limit],
             boxes,
             walk.last_conditioning_step(),
             stop_empty=stop_empty,
             value=value,
             prior=prior,
-            limit=limit,
             iou_ratio=self.stop_iou_ratio,
             jitter=self.risk_jitter,
         )
@@ -447,7 +428,7 @@ class LiteMedSAMModel(PromptableModel):
             )
             for wk in walks
         ]
-        self._run(x, chains, features, cache_mb=self.cache_mb, cancel=cancel)
+        self._run(x, chains, WalkOptions(cancel=cancel, features=features))
         out: dict[int, np.ndarray] = {}
         for c in chains:
             full = _output(c, (h, w))
@@ -485,7 +466,7 @@ class LiteMedSAMModel(PromptableModel):
                     _chain.Chain(visits, {mid: start}, 0, stop_empty=False, value=b.value)
                 )
                 plans.append(b.label)
-        self._run(x, chains, features, cache_mb=self.cache_mb, progress=progress, cancel=cancel)
+        self._run(x, chains, WalkOptions(progress=progress, cancel=cancel, features=features))
         masks = {b.label: np.zeros((n, h, w), bool) for b in boxes}
         for label, c in zip(plans, chains):
             for f, crop, v in zip(c.frames, c.crops, c.values):
@@ -528,7 +509,7 @@ def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:
     )
     agreement = agree if chain.jitter else None
     return WalkOutput(
-        list(chain.frames), boxes, values, shape, 0.0, quality, agreement, chain.stopped
+        list(chain.frames), boxes, values, shape, 0.0, quality, agreement, chain.reason
     )
 
 
