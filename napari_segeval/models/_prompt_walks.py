@@ -232,7 +232,7 @@ def base_pass(
     h, w = x.shape[1:]
     zeros = torch.zeros((h, w), device=x.device)
     pieces: list = [None] * len(group)
-    todo, planes, windows = [], [], []
+    todo = []
     for i, (s, p) in enumerate(zip(group, plans)):
         f = s.frames[j]
         if s.given is not None and j > 0:  # per-slice chain: the given previous mask
@@ -242,19 +242,24 @@ def base_pass(
             pieces[i] = _mask_piece(p.mask, x.device)
             s.window = bbox_window(torch.as_tensor(p.mask.mask)) or s.window
         elif p.box is not None:  # base "box"
-            boxmask = box_plane(p.box, (h, w), x)
-            todo.append(i)  # every box frame is a fresh start (module doc)
-            planes.append(torch.stack([x[f], x[f], boxmask, boxmask]))
-            windows.append(window_from_bbox(*box_region(p.box, (h, w))))
+            boxmask = box_plane(p.box, (h, w), x)  # every box frame is a fresh start
+            plane = torch.stack([x[f], x[f], boxmask, boxmask])
+            todo.append((i, plane, window_from_bbox(*box_region(p.box, (h, w))), []))
         elif p.base == "step" and s.window is not None:
-            todo.append(i)
-            planes.append(torch.stack([x[f], x[s.frames[j - 1]], s.prior, zeros]))
-            windows.append(s.window)
-    if todo:
-        for i, win, piece in zip(todo, windows, net_pass(net, size, planes, windows, None, (h, w))):
-            pieces[i] = piece
-            group[i].window = win  # kept while the output stays empty
+            plane = torch.stack([x[f], x[s.frames[j - 1]], s.prior, zeros])
+            todo.append((i, plane, s.window, []))
+    _run(net, size, group, pieces, todo, (h, w))
     return pieces
+
+
+def _run(net: Any, size: int, group: list, pieces: list, todo: list, shape: tuple) -> None:
+    """The passes ``todo`` ``(walk i, plane, window, clicks)`` as one batch: walk ``i`` takes
+    the output and keeps the window (while its output stays empty)."""
+    if todo:
+        idx, planes, windows, clicks = (list(v) for v in zip(*todo))
+        for i, win, piece in zip(idx, windows, net_pass(net, size, planes, windows, clicks, shape)):
+            pieces[i] = piece
+            group[i].window = win
 
 
 def click_passes(
@@ -269,7 +274,7 @@ def click_passes(
     """The click passes of frame ``j``, one round per click (walks batched per round)."""
     h, w = x.shape[1:]
     for k in range(max((len(p.points) for p in plans), default=0)):
-        todo, planes, windows, clicks = [], [], [], []
+        todo = []
         for i, (s, p) in enumerate(zip(group, plans)):
             if k >= len(p.points):
                 continue
@@ -278,22 +283,12 @@ def click_passes(
             window = click_window(p, current, so_far, (h, w))
             if window is None:
                 continue
-            f = s.frames[j]
-            boxmask = torch.zeros((h, w), device=x.device)
-            if p.box is not None:
-                y0, x0, y1, x1 = box_region(p.box, (h, w))
-                boxmask[y0:y1, x0:x1] = 1.0
             prior = current if current is not None else torch.zeros((h, w), device=x.device)
-            todo.append(i)
-            planes.append(torch.stack([x[f], x[f], prior, boxmask]))
-            windows.append(window)
-            clicks.append([(c.y, c.x, c.positive) for c in so_far])
-        if todo:
-            for i, win, piece in zip(
-                todo, windows, net_pass(net, size, planes, windows, clicks, (h, w))
-            ):
-                pieces[i] = piece
-                group[i].window = win
+            plane = torch.stack(
+                [x[s.frames[j]], x[s.frames[j]], prior, box_plane(p.box, (h, w), x)]
+            )
+            todo.append((i, plane, window, [(c.y, c.x, c.positive) for c in so_far]))
+        _run(net, size, group, pieces, todo, (h, w))
     return pieces
 
 
@@ -310,7 +305,7 @@ def record(s: PriorWalk, piece: tuple[Region, torch.Tensor] | None, like: torch.
                 region[0] + y0, region[1] + x0, region[2] + y0, region[3] + x0
             )
     s.window = window or s.window
-    s.prior = full(piece, tuple(s.prior.shape), like)
+    s.prior = full(piece, (int(s.prior.shape[0]), int(s.prior.shape[1])), like)
     return s.prior.detach(), window is None
 
 
