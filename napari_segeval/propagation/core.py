@@ -172,21 +172,21 @@ def propagate_structures(
         results[label] = _structure(label, parts, shape, options, min_confidence)
         outs[i * k : (i + 1) * k] = [None] * k  # free the walks as soon as they are used
     if correcting:
-        done = {lab: len(s) for lab, s in sets.items()}
-        run = {"cancel": cancel, "on_slice": on_slice}
+        used = {lab: len(s) for lab, s in sets.items()}
         results.update(
             correct_structures(
                 model,
                 frames,
                 results,
                 full_sets,
-                done,
+                used,
                 options,
                 min_confidence,
                 progress,
                 walked,
                 total,
-                **run,
+                cancel=cancel,
+                on_slice=on_slice,
             )
         )
     return results

@@ -203,3 +203,23 @@ def run(
         return [(torch.sigmoid(logits.detach().float()), False)]
 
     step_walks(chains, options, step, what="LiteMedSAM propagation")
+
+
+def correction_reach(index: int, others: frozenset[int], order: str) -> int | None:
+    """How many slices a correction box's walk in direction ``order`` may take.
+
+    ``ceil(d / 2)`` for the next box of ``others`` ``d`` slices ahead (a tie stays with
+    the older box); None when no box lies ahead.
+
+    Examples
+    --------
+    >>> correction_reach(10, frozenset({4, 13}), "forward"), correction_reach(10, frozenset({4}), "backward")
+    (2, 3)
+    >>> correction_reach(10, frozenset({4}), "forward") is None
+    True
+    """
+    ahead = [o for o in others if (o > index if order == "forward" else o < index)]
+    if not ahead:
+        return None
+    d = min(abs(o - index) for o in ahead)
+    return (d + 1) // 2
