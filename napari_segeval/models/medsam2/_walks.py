@@ -128,19 +128,7 @@ def track(
         for r in range(max(0, step - keep + 1), step)
         if r in first.past
     }
-    out = network.track_step(
-        frame_idx=step,
-        is_init_cond_frame=False,
-        current_vision_feats=vision,
-        current_vision_pos_embeds=pos,
-        feat_sizes=sizes,
-        point_inputs=None,
-        mask_inputs=None,
-        output_dict={"cond_frame_outputs": cond, "non_cond_frame_outputs": past},
-        num_frames=n,
-        track_in_reverse=False,
-        run_mem_encoder=True,
-    )
+    out = _loop.track_step(network, step, (vision, pos, sizes), n, cond, past)
     logits = _loop.fill_holes(out["pred_masks"], fill_hole_area)
     for i, s in enumerate(states):
         s.past[step] = _split(out, logits, i) if b > 1 else _loop.compact(out, logits)
