@@ -224,7 +224,6 @@ class LiteMedSAMModel(PromptableModel):
         shape: tuple[int, int],
         stop_empty: bool,
         limit: int | None = None,
-        value: int = 1,
     ) -> Any:
         from . import _chain
         from . import _recipe as R
@@ -236,7 +235,8 @@ class LiteMedSAMModel(PromptableModel):
                 boxes[f] = R.scale_box(_chain.box_xyxy(active[-1]), shape)
         prior = None
         if walk.prior_volume is not None:
-            prior = np.asarray(_detached(walk.prior_volume))
+            v = walk.prior_volume
+            prior = np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v)
             if prior.shape[:3] != (n, *shape):
                 raise InvalidPromptError(
                     f"prior volume of shape {prior.shape} does not fit frames {(n, *shape)}"
@@ -246,7 +246,6 @@ class LiteMedSAMModel(PromptableModel):
             boxes,
             walk.last_conditioning_step(),
             stop_empty=stop_empty,
-            value=value,
             prior=prior,
             iou_ratio=self.stop_iou_ratio,
             jitter=self.risk_jitter,
@@ -289,29 +288,17 @@ class LiteMedSAMModel(PromptableModel):
             for p in prompts.prompts[:-1]
             if isinstance(p, Box) and p.index != last.index
         )
-        from napari_segeval.prompts.prompt_set import PromptSet
-
         from ._chain import correction_reach
 
-        one = PromptSet.from_box(last)
-        walks = [Walk(last.index, one, o) for o in ("forward", "backward")]
-        chains = [
-            self._chain(
-                wk,
-                n,
-                (h, w),
-                True,
-                limit=correction_reach(int(last.index), others, wk.order),
-            )
-            for wk in walks
-        ]
+        walks = [Walk(last.index, last, o) for o in ("forward", "backward")]
+        reach = [correction_reach(int(last.index), others, wk.order) for wk in walks]
+        chains = [self._chain(wk, n, (h, w), True, r) for wk, r in zip(walks, reach)]
         self._run(x, chains, WalkOptions(cancel=cancel, features=features))
         out: dict[int, np.ndarray] = {}
         for c in chains:
             full = _output(c, (h, w))
-            for j, f in enumerate(full.frames):
-                if j < len(c.crops):
-                    out[int(f)] = full.row(j).float().cpu().numpy()
+            for j in range(len(c.crops)):
+                out[int(c.frames[j])] = full.row(j).float().cpu().numpy()
         return out
 
     def challenge_3d(
@@ -330,10 +317,6 @@ class LiteMedSAMModel(PromptableModel):
         options = WalkOptions(progress=progress, cancel=cancel, features=features)
         self._run(x, [c for _, c in run], options)
         return _challenge.masks(run, [b.label for b in boxes], (n, h, w))
-
-
-def _detached(v: Any) -> Any:
-    return v.detach().cpu().numpy() if hasattr(v, "detach") else v
 
 
 def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:
