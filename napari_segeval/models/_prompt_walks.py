@@ -232,7 +232,7 @@ def base_pass(
     h, w = x.shape[1:]
     zeros = torch.zeros((h, w), device=x.device)
     pieces: list = [None] * len(group)
-    todo = []
+    todo: list = []
     for i, (s, p) in enumerate(zip(group, plans)):
         f = s.frames[j]
         if s.given is not None and j > 0:  # per-slice chain: the given previous mask
@@ -274,7 +274,7 @@ def click_passes(
     """The click passes of frame ``j``, one round per click (walks batched per round)."""
     h, w = x.shape[1:]
     for k in range(max((len(p.points) for p in plans), default=0)):
-        todo = []
+        todo: list = []
         for i, (s, p) in enumerate(zip(group, plans)):
             if k >= len(p.points):
                 continue

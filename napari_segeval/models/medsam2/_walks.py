@@ -145,8 +145,8 @@ def run_walks(
     fill_hole_area: int,
     batch: bool,
     options: WalkOptions,
-) -> list[list]:
-    """Native-size logits rows ``(H, W)`` of every walk, in visit order (``-1024`` after a stop)."""
+) -> None:
+    """Each walk's native-size logits rows ``(H, W)`` in visit order (``-1024`` after a stop)."""
     import torch
 
     def record(s: MemoryWalk, logits: torch.Tensor, score: Any, iou: Any) -> tuple:
@@ -188,14 +188,12 @@ def run_walks(
             on_stop=forget,
             what="MedSAM2 propagation",
         )
-    out = []
-    for s in states:
-        rows = s.rows
-        if len(rows) < len(s.frames):
-            fill = torch.full(tuple(hw), -1024.0, dtype=rows[0].dtype, device=rows[0].device)
-            rows = rows + [fill] * (len(s.frames) - len(rows))
-        out.append(rows)
-    return out
+    for s in states:  # the frames after a stop
+        pad = len(s.frames) - len(s.rows)
+        fill = torch.full(tuple(hw), -1024.0, dtype=s.rows[0].dtype, device=s.rows[0].device)
+        s.rows += [fill] * pad
+        s.presence += [None] * pad
+        s.quality += [None] * pad
 
 
 def reads(states: list[MemoryWalk], cond_frames: dict[int, list[int]]) -> list[list[int]]:
