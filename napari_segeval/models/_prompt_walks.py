@@ -38,7 +38,8 @@ Region = tuple[int, int, int, int]
 
 @dataclass
 class PriorWalk:
-    """One walk: frames in visit order, prompts, current prior, window and output."""
+    """One walk of the built-in or threshold model: frames in visit order, prompts, current
+    prior, window and output."""
 
     walk: Walk
     frames: list[int]

@@ -8,7 +8,6 @@ removes its region of the mask. The reference backend of the propagation tests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,19 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
     import torch
-
-
-@dataclass
-class _State:
-    """One walk's frames, last conditioning step, walk, prior, given priors and outputs."""
-
-    frames: list[int]
-    last: int
-    walk: Walk
-    prior: Any
-    given: Any
-    out: list = field(default_factory=list)
-    stopped: bool = False
 
 
 class ThresholdPromptModel(PromptableModel):
@@ -122,32 +108,28 @@ class ThresholdPromptModel(PromptableModel):
         """The walks advanced together (module doc for what each prompt does)."""
         import torch
 
+        from napari_segeval.models._prompt_walks import PriorWalk, start
+
         x = torch.as_tensor(frames).to(self.device, torch.float32)
         if x.ndim == 4:
             x = x.mean(dim=-1)
-        n, h, w = x.shape
-        zero = torch.zeros((h, w), device=self.device)
-        states = [
-            _State(
-                wk.frames(n).tolist(), wk.last_conditioning_step(), wk, zero, wk.prior_on(x.device)
-            )
-            for wk in walks
-        ]
+        states = [start(x, wk) for wk in walks]
 
-        def step(group: list[_State], j: int) -> list:
+        def step(group: list[PriorWalk], j: int) -> list:
             s = group[0]
             f = s.frames[j]
             if s.given is not None and j > 0:
                 s.prior = s.given[s.frames[j - 1]]
             s.prior = self._frame(x[f], s.prior, s.walk.prompts.active(f), start=j == 0)
-            s.out.append(s.prior)
+            s.values.append(s.prior)
             return [(s.prior.detach(), not bool((s.prior.detach() > 0.5).any()))]
 
         with torch.enable_grad() if options.grad else torch.no_grad():
             step_walks(states, options, step)
             outs = []
             for s in states:
-                seq = torch.stack(s.out + [zero] * (len(s.frames) - len(s.out)))
+                zero = torch.zeros_like(x[0])
+                seq = torch.stack(s.values + [zero] * (len(s.frames) - len(s.values)))
                 outs.append(WalkOutput.from_full(s.frames, seq) if options.crops else seq)
         return outs
 
