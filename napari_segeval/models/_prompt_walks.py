@@ -18,7 +18,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from napari_segeval._cancel import check_cancel
 from napari_segeval.models._prompt_net import (
     PromptUNet,
     click_maps,
@@ -26,7 +25,7 @@ from napari_segeval.models._prompt_net import (
     paste_theta,
     window_from_bbox,
 )
-from napari_segeval.models.walk import Tally, Walk, WalkOptions, WalkOutput
+from napari_segeval.models.walk import Walk, WalkOptions, WalkOutput, step_walks
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 
@@ -39,10 +38,11 @@ Region = tuple[int, int, int, int]
 
 @dataclass
 class PriorWalk:
-    """One walk: frames in visit order, prompts, current prior, window and output."""
+    """One walk of the built-in or threshold model: frames in visit order, prompts, current
+    prior, window and output."""
 
     walk: Walk
-    idx: list[int]
+    frames: list[int]
     prior: torch.Tensor
     window: tuple[float, float, float] | None
     given: torch.Tensor | None
@@ -80,7 +80,7 @@ def start(x: torch.Tensor, walk: Walk) -> PriorWalk:
 
 def plan(s: PriorWalk, j: int) -> FramePlan:
     """The passes of walk ``s`` on its ``j``-th frame (module doc)."""
-    active = s.walk.prompts.active(s.idx[j])
+    active = s.walk.prompts.active(s.frames[j])
     first = active[0] if active else None
     if isinstance(first, Box):
         return FramePlan("box", first, None, active[1:])
@@ -233,29 +233,34 @@ def base_pass(
     h, w = x.shape[1:]
     zeros = torch.zeros((h, w), device=x.device)
     pieces: list = [None] * len(group)
-    todo, planes, windows = [], [], []
+    todo: list = []
     for i, (s, p) in enumerate(zip(group, plans)):
-        f = s.idx[j]
+        f = s.frames[j]
         if s.given is not None and j > 0:  # per-slice chain: the given previous mask
-            s.prior = s.given[s.idx[j - 1]]
+            s.prior = s.given[s.frames[j - 1]]
             s.window = bbox_window(s.prior > 0.5) or s.window
         if p.mask is not None:  # base "mask"
             pieces[i] = _mask_piece(p.mask, x.device)
             s.window = bbox_window(torch.as_tensor(p.mask.mask)) or s.window
         elif p.box is not None:  # base "box"
-            boxmask = box_plane(p.box, (h, w), x)
-            todo.append(i)  # every box frame is a fresh start (module doc)
-            planes.append(torch.stack([x[f], x[f], boxmask, boxmask]))
-            windows.append(window_from_bbox(*box_region(p.box, (h, w))))
+            boxmask = box_plane(p.box, (h, w), x)  # every box frame is a fresh start
+            plane = torch.stack([x[f], x[f], boxmask, boxmask])
+            todo.append((i, plane, window_from_bbox(*box_region(p.box, (h, w))), []))
         elif p.base == "step" and s.window is not None:
-            todo.append(i)
-            planes.append(torch.stack([x[f], x[s.idx[j - 1]], s.prior, zeros]))
-            windows.append(s.window)
-    if todo:
-        for i, win, piece in zip(todo, windows, net_pass(net, size, planes, windows, None, (h, w))):
-            pieces[i] = piece
-            group[i].window = win  # kept while the output stays empty
+            plane = torch.stack([x[f], x[s.frames[j - 1]], s.prior, zeros])
+            todo.append((i, plane, s.window, []))
+    _run(net, size, group, pieces, todo, (h, w))
     return pieces
+
+
+def _run(net: Any, size: int, group: list, pieces: list, todo: list, shape: tuple) -> None:
+    """The passes ``todo`` ``(walk i, plane, window, clicks)`` as one batch: walk ``i`` takes
+    the output and keeps the window (while its output stays empty)."""
+    if todo:
+        idx, planes, windows, clicks = (list(v) for v in zip(*todo))
+        for i, win, piece in zip(idx, windows, net_pass(net, size, planes, windows, clicks, shape)):
+            pieces[i] = piece
+            group[i].window = win
 
 
 def click_passes(
@@ -270,7 +275,7 @@ def click_passes(
     """The click passes of frame ``j``, one round per click (walks batched per round)."""
     h, w = x.shape[1:]
     for k in range(max((len(p.points) for p in plans), default=0)):
-        todo, planes, windows, clicks = [], [], [], []
+        todo: list = []
         for i, (s, p) in enumerate(zip(group, plans)):
             if k >= len(p.points):
                 continue
@@ -279,36 +284,19 @@ def click_passes(
             window = click_window(p, current, so_far, (h, w))
             if window is None:
                 continue
-            f = s.idx[j]
-            boxmask = torch.zeros((h, w), device=x.device)
-            if p.box is not None:
-                y0, x0, y1, x1 = box_region(p.box, (h, w))
-                boxmask[y0:y1, x0:x1] = 1.0
             prior = current if current is not None else torch.zeros((h, w), device=x.device)
-            todo.append(i)
-            planes.append(torch.stack([x[f], x[f], prior, boxmask]))
-            windows.append(window)
-            clicks.append([(c.y, c.x, c.positive) for c in so_far])
-        if todo:
-            for i, win, piece in zip(
-                todo, windows, net_pass(net, size, planes, windows, clicks, (h, w))
-            ):
-                pieces[i] = piece
-                group[i].window = win
+            plane = torch.stack(
+                [x[s.frames[j]], x[s.frames[j]], prior, box_plane(p.box, (h, w), x)]
+            )
+            todo.append((i, plane, window, [(c.y, c.x, c.positive) for c in so_far]))
+        _run(net, size, group, pieces, todo, (h, w))
     return pieces
 
 
-def advance(
-    s: PriorWalk,
-    piece: tuple[Region, torch.Tensor] | None,
-    like: torch.Tensor,
-    stop_when_empty: bool,
-) -> int:
-    """Record frame output ``piece`` for walk ``s``; returns the steps it skips by stopping."""
-    j = len(s.values)
+def record(s: PriorWalk, piece: tuple[Region, torch.Tensor] | None, like: torch.Tensor) -> tuple:
+    """Record frame output ``piece`` for walk ``s``: its probability and whether it is empty."""
     s.boxes.append(None if piece is None else piece[0])
     s.values.append(None if piece is None else piece[1])
-    h, w = s.prior.shape
     window = None
     if piece is not None:
         (y0, x0, _, _), v = piece
@@ -317,41 +305,28 @@ def advance(
             window = window_from_bbox(
                 region[0] + y0, region[1] + x0, region[2] + y0, region[3] + x0
             )
-    if window is None:
-        if stop_when_empty and j >= s.last:
-            skipped = len(s.idx) - len(s.values)
-            s.boxes.extend([None] * skipped)
-            s.values.extend([None] * skipped)
-            s.stopped = True
-            return skipped
-    else:
-        s.window = window
-    s.prior = full(piece, (h, w), like)
-    return 0
+    s.window = window or s.window
+    s.prior = full(piece, (int(s.prior.shape[0]), int(s.prior.shape[1])), like)
+    return s.prior.detach(), window is None
 
 
 def run(
     net: Any, size: int, x: torch.Tensor, states: list[PriorWalk], batch: bool, options: WalkOptions
 ) -> list[WalkOutput]:
     """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames)."""
-    on_frame = options.on_frame
+
+    def step(group: list[PriorWalk], j: int) -> list:
+        plans = [plan(s, j) for s in group]
+        pieces = base_pass(net, size, x, group, j, plans)
+        pieces = click_passes(net, size, x, group, j, plans, pieces)
+        return [record(s, piece, x) for s, piece in zip(group, pieces)]
+
+    step_walks(states, options, step, batch=batch)
     h, w = x.shape[1:]
-    tally = Tally(sum(len(s.idx) for s in states), options.progress)
-    for j in range(max((len(s.idx) for s in states), default=0)):
-        active = [s for s in states if not s.stopped and j < len(s.idx)]
-        for group in [active] if batch and active else [[s] for s in active]:
-            check_cancel(options.cancel, "propagation")
-            plans = [plan(s, j) for s in group]
-            pieces = base_pass(net, size, x, group, j, plans)
-            pieces = click_passes(net, size, x, group, j, plans, pieces)
-            for s, piece in zip(group, pieces):
-                if on_frame is not None:
-                    on_frame(states.index(s), s.idx[j], full(piece, (h, w), x).detach())
-                tally.add()
-                skipped = advance(s, piece, x, options.stop_when_empty)
-                if skipped:
-                    tally.add(skipped)
-    return [WalkOutput(s.idx, s.boxes, s.values, (int(h), int(w))) for s in states]
+    for s in states:
+        s.boxes.extend([None] * (len(s.frames) - len(s.boxes)))
+        s.values.extend([None] * (len(s.frames) - len(s.values)))
+    return [WalkOutput(s.frames, s.boxes, s.values, (int(h), int(w))) for s in states]
 
 
 def needs_points(walks: list[Walk]) -> bool:

@@ -357,12 +357,12 @@ class PromptableModel:
 
     def propagate_logits(
         self,
-        frames: torch.Tensor | np.ndarray,
+        frames: Any,
         key_index: int,
-        box: Box | PromptSet,
+        box: Any,
         order: Order = "forward",
         *,
-        init_mask: torch.Tensor | np.ndarray | None = None,
+        init_mask: Any = None,
         prior_volume: Any = None,
         options: WalkOptions = WALK_DEFAULTS,
     ) -> torch.Tensor:

@@ -12,18 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from napari_segeval._cancel import check_cancel
 from napari_segeval.inference.windowing import to_unit, window_bounds
 from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableModel
 from napari_segeval.models.precision import Precision, model_precision
-from napari_segeval.models.walk import (
-    WALK_DEFAULTS,
-    Tally,
-    Walk,
-    WalkOptions,
-    WalkOutput,
-    n_visited,
-)
+from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions, WalkOutput, step_walks
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 
@@ -113,49 +105,33 @@ class ThresholdPromptModel(PromptableModel):
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
-        """The walks one after the other (module doc for what each prompt does)."""
+        """The walks advanced together (module doc for what each prompt does)."""
         import torch
+
+        from napari_segeval.models._prompt_walks import PriorWalk, start
 
         x = torch.as_tensor(frames).to(self.device, torch.float32)
         if x.ndim == 4:
             x = x.mean(dim=-1)
-        n = int(x.shape[0])
-        tally = Tally(sum(n_visited(n, w.start, w.order) for w in walks), options.progress)
-        outs = []
+        states = [start(x, wk) for wk in walks]
+
+        def step(group: list[PriorWalk], j: int) -> list:
+            s = group[0]
+            f = s.frames[j]
+            if s.given is not None and j > 0:
+                s.prior = s.given[s.frames[j - 1]]
+            s.prior = self._frame(x[f], s.prior, s.walk.prompts.active(f), start=j == 0)
+            s.values.append(s.prior)
+            return [(s.prior.detach(), not bool((s.prior.detach() > 0.5).any()))]
+
         with torch.enable_grad() if options.grad else torch.no_grad():
-            for number, walk in enumerate(walks):
-                seq = self._walk(x, walk, number, tally, options)
-                outs.append(WalkOutput.from_full(walk.frames(n), seq) if options.crops else seq)
+            step_walks(states, options, step)
+            outs = []
+            for s in states:
+                zero = torch.zeros_like(x[0])
+                seq = torch.stack(s.values + [zero] * (len(s.frames) - len(s.values)))
+                outs.append(WalkOutput.from_full(s.frames, seq) if options.crops else seq)
         return outs
-
-    def _walk(
-        self, x: torch.Tensor, walk: Walk, number: int, tally: Tally, options: WalkOptions
-    ) -> torch.Tensor:
-        """One walk's probabilities ``(n_visited, H, W)``, its steps counted in ``tally``."""
-        import torch
-
-        _, h, w = x.shape
-        idx = walk.frames(int(x.shape[0])).tolist()
-        last = walk.last_conditioning_step()
-        prior = torch.zeros((h, w), device=self.device)
-        out = []
-        given = walk.prior_on(self.device)
-        for j, f in enumerate(idx):
-            check_cancel(options.cancel, "propagation")
-            if given is not None and j > 0:
-                prior = given[idx[j - 1]]
-            prob = self._frame(x[f], prior, walk.prompts.active(f), start=j == 0)
-            out.append(prob)
-            if options.on_frame is not None:
-                options.on_frame(number, int(f), prob.detach())
-            tally.add()
-            if options.stop_when_empty and j >= last and not bool((prob.detach() > 0.5).any()):
-                out.extend(torch.zeros((h, w), device=self.device) for _ in range(len(idx) - j - 1))
-                if j + 1 < len(idx):
-                    tally.add(len(idx) - j - 1)
-                break
-            prior = prob
-        return torch.stack(out)
 
     def _soft(self, frame: torch.Tensor) -> torch.Tensor:
         import torch

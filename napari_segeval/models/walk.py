@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from napari_segeval._cancel import check_cancel
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -345,6 +346,52 @@ class Tally:
         self.done += k
         if self.progress is not None:
             self.progress(self.done, self.total)
+
+
+def step_walks(
+    states: list[Any],
+    options: WalkOptions,
+    step: Callable[[list[Any], int], list[Any]],
+    *,
+    batch: bool = False,
+    key: Callable[[Any], Any] = lambda s: 0,
+    on_stop: Callable[[Any, int], None] | None = None,
+    what: str = "propagation",
+) -> None:
+    """The step loop of every backend: advance ``states`` together, one frame each per step.
+
+    A state has ``frames`` (visit order), ``last`` (visit position of its last conditioning
+    frame) and ``stopped``. At step ``j`` the walks still going run one by one or
+    (``batch``) in groups of equal ``key``: ``step(group, j)`` gives per walk its frame's
+    detached probability (for ``on_frame``) and whether its mask is empty, or None: the
+    walk ended before the frame. With ``options.stop_when_empty`` a walk ends after an
+    empty frame at or past ``last``; ``on_stop(state, j)`` then learns the first visit it
+    skips. Progress counts every visit, run or skipped; ``options.cancel`` is checked
+    before each group.
+    """
+    tally = Tally(sum(len(s.frames) for s in states), options.progress)
+    number = {id(s): i for i, s in enumerate(states)}
+    for j in range(max((len(s.frames) for s in states), default=0)):
+        groups: dict[Any, list] = {}
+        for s in states:
+            if not s.stopped and j < len(s.frames):
+                groups.setdefault(key(s) if batch else id(s), []).append(s)
+        for group in groups.values():
+            check_cancel(options.cancel, what)
+            for s, result in zip(group, step(group, j)):
+                if result is None:
+                    s.stopped = True
+                    tally.add(len(s.frames) - j)
+                    continue
+                if options.on_frame is not None:
+                    options.on_frame(number[id(s)], s.frames[j], result[0])
+                tally.add()
+                if result[1] and options.stop_when_empty and j >= s.last:
+                    s.stopped = True
+                    if j + 1 < len(s.frames):
+                        tally.add(len(s.frames) - j - 1)
+                        if on_stop is not None:
+                            on_stop(s, j + 1)
 
 
 def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:

@@ -29,11 +29,12 @@ from napari_segeval.models.walk import Walk, WalkOptions, n_visited
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 from napari_segeval.propagation.corrections import (
-    apply_corrections,
+    correct_structures,
     corrects,
     head,
     round0_length,
     rule_of,
+    shifted_progress,
 )
 from napari_segeval.propagation.masks import largest_component, merge_crops
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
@@ -171,28 +172,24 @@ def propagate_structures(
         results[label] = _structure(label, parts, shape, options, min_confidence)
         outs[i * k : (i + 1) * k] = [None] * k  # free the walks as soon as they are used
     if correcting:
-        for label, s in full_sets.items():
-            results[label] = apply_corrections(
+        used = {lab: len(s) for lab, s in sets.items()}
+        results.update(
+            correct_structures(
                 model,
                 frames,
-                results[label],
-                s,
-                len(sets[label]),
+                results,
+                full_sets,
+                used,
                 options,
                 min_confidence,
+                progress,
+                walked,
+                total,
                 cancel=cancel,
                 on_slice=on_slice,
-                progress=shifted_progress(progress, walked, total),
             )
-            walked += len(s) - len(sets[label])
+        )
     return results
-
-
-def shifted_progress(progress: ProgressFn | None, before: int, total: int) -> ProgressFn | None:
-    """``progress`` of a part that starts after ``before`` of ``total`` steps."""
-    if progress is None:
-        return None
-    return lambda done, _t: progress(before + done, total)
 
 
 def merge_results(

@@ -172,4 +172,46 @@ def apply_corrections(
     return result
 
 
+def correct_structures(
+    model: Any,
+    frames: Any,
+    results: dict[int, StructureResult],
+    sets: dict[int, PromptSet],
+    done: dict[int, int],
+    options: PropagationOptions,
+    min_confidence: float | None,
+    progress: Callable[[int, int], None] | None,
+    before: int,
+    total: int,
+    **run: Any,
+) -> dict[int, StructureResult]:
+    """:func:`apply_corrections` of each structure of ``sets`` (``run``: ``cancel``,
+    ``on_slice``); progress counts from ``before`` of ``total``."""
+    out = {}
+    for lab, s in sets.items():
+        shifted = shifted_progress(progress, before, total)
+        out[lab] = apply_corrections(
+            model,
+            frames,
+            results[lab],
+            s,
+            done[lab],
+            options,
+            min_confidence,
+            progress=shifted,
+            **run,
+        )
+        before += len(s) - done[lab]
+    return out
+
+
+def shifted_progress(
+    progress: Callable[[int, int], None] | None, before: int, total: int
+) -> Callable[[int, int], None] | None:
+    """``progress`` of a part that starts after ``before`` of ``total`` steps."""
+    if progress is None:
+        return None
+    return lambda done, _t: progress(before + done, total)
+
+
 __all__ = ["apply_correction", "apply_corrections", "corrects", "head", "round0_length", "rule_of"]

@@ -22,14 +22,14 @@ from napari_segeval.propagation.core import (
     merge_results,
     propagate_structures,
     record,
-    shifted_progress,
     total_steps,
 )
 from napari_segeval.propagation.corrections import (
-    apply_corrections,
+    correct_structures,
     corrects,
     round0_length,
     rule_of,
+    shifted_progress,
 )
 from napari_segeval.propagation.images import (
     check_image_prompts,
@@ -175,28 +175,6 @@ class PropagationSession:
             and len(used) >= round0_length(prompts, rule_of(self.model))
         )
 
-    def _correct(
-        self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any, progress: Any, total: int
-    ) -> dict[int, StructureResult]:
-        """The kept results of ``sets`` corrected by their new prompts."""
-        min_confidence = resolve_min_confidence(self.model, self.options.min_confidence)
-        out, before = {}, 0
-        for lab, s in sets.items():
-            out[lab] = apply_corrections(
-                self.model,
-                self.frames,
-                self.structures[lab],
-                s,
-                len(self._used[lab]),
-                self.options,
-                min_confidence,
-                cancel=cancel,
-                on_slice=on_slice,
-                progress=shifted_progress(progress, before, total),
-            )
-            before += len(s) - len(self._used[lab])
-        return out
-
     def stale(self) -> list[int]:
         """Structures whose prompts changed (or that were removed) since they were last propagated."""
         changed = [lab for lab, s in self.prompts.items() if self._used.get(lab) != s]
@@ -246,7 +224,22 @@ class PropagationSession:
         n = int(self.frames.shape[0])
         total = fixes + (total_steps(n, rest, self.options.mode, corrections=rule) if rest else 0)
         # nothing is stored until every structure is done: a cancel leaves the session as it was
-        done = self._correct(grown, cancel, on_slice, progress, total) if grown else {}
+        min_confidence = resolve_min_confidence(self.model, self.options.min_confidence)
+        used = {lab: len(self._used[lab]) for lab in grown}
+        done = correct_structures(
+            self.model,
+            self.frames,
+            self.structures,
+            grown,
+            used,
+            self.options,
+            min_confidence,
+            progress,
+            0,
+            total,
+            cancel=cancel,
+            on_slice=on_slice,
+        )
         if rest:
             more = propagate_structures(
                 self.model,
@@ -266,13 +259,7 @@ class PropagationSession:
         ordered = {lab: self.structures[lab] for lab in self.prompts}
         shape = tuple(int(v) for v in self.frames.shape[:3])
         labels_map = merge_results(ordered, shape, self.options)
-        params = record(
-            self.model,
-            self.prompts,
-            self.options,
-            resolve_min_confidence(self.model, self.options.min_confidence),
-            False,
-        )
+        params = record(self.model, self.prompts, self.options, min_confidence, False)
         if self.kind is not None:
             params["kind"] = self.kind
         if self.modality is not None:

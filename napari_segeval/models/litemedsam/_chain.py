@@ -3,7 +3,7 @@
 On each slice a chain takes the person's box, else the previous result's box grown by 3
 pixels in 256 space, else (empty result) the last person's box, and thresholds the
 logits at 0. With ``stop_empty`` it ends at the first empty slice after its last
-conditioning slice; the challenge's loop ends at ``limit``. Chains share one
+conditioning slice; a correction's chain ends at ``limit``. Chains share one
 :class:`~napari_segeval.models._frame_cache.FrameCache` and advance together; a chain's
 result is the same alone or beside others. Each slice keeps the decoder's IoU estimate
 and, with ``jitter``, the jittered boxes' agreement. Imports torch: import it only
@@ -12,15 +12,13 @@ inside functions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from napari_segeval._cancel import check_cancel
-from napari_segeval.models.walk import StopReason, Tally
+from napari_segeval.models.walk import StopReason, WalkOptions, step_walks
 from napari_segeval.prompts.box import Box
 
 from . import _recipe as R
@@ -43,12 +41,11 @@ def box_xyxy(box: Box) -> tuple[int, int, int, int]:
 
 @dataclass
 class Chain:
-    """One chain's plan and state."""
+    """One chain's plan (``frames`` in visit order, cut at ``limit``) and state."""
 
     frames: list[int]
     boxes: dict[int, list[int]]
-    last_conditioning: int = 0
-    limit: int | None = None
+    last: int = 0
     stop_empty: bool = True
     value: int = 1
     prior: np.ndarray | None = None
@@ -61,13 +58,8 @@ class Chain:
     values: list = field(default_factory=list)
     agreement: list = field(default_factory=list)
     jitter: int = 0
-    stopped: StopReason | None = None
-    done: bool = False
-
-    @property
-    def length(self) -> int:
-        """Visit positions it may take."""
-        return len(self.frames) if self.limit is None else min(self.limit, len(self.frames))
+    reason: StopReason | None = None
+    stopped: bool = False
 
 
 def _next_box(chain: Chain, j: int, frame: int) -> list[int] | None:
@@ -85,7 +77,7 @@ def _next_box(chain: Chain, j: int, frame: int) -> list[int] | None:
     )
     if box is not None:
         return box
-    if chain.stop_empty and j - 1 >= chain.last_conditioning:
+    if chain.stop_empty and j - 1 >= chain.last:
         return None
     return chain.fallback
 
@@ -148,14 +140,6 @@ def _store(chain: Chain, logits: torch.Tensor, grad: bool) -> None:
     chain.values.append(torch.sigmoid(crop if grad else crop.detach()))
 
 
-def _end(chain: Chain, cache: Any, j: int, read: bool) -> int:
-    """End ``chain`` at visit ``j`` (its frame ``read`` or not): the visits it skips."""
-    chain.done = True
-    for k in range(j + read, chain.length):
-        cache.forget(chain.frames[k], k)
-    return chain.length - j
-
-
 def _decode(
     net: Any, embedding: torch.Tensor, box: list[int], jitter: int, frame: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -173,55 +157,69 @@ def _decode(
 
 
 def run(
-    net: Any,
-    cache: Any,
-    frames: Any,
-    chains: list[Chain],
-    shape: tuple[int, int],
-    *,
-    grad: bool = False,
-    progress: Callable[[int, int], None] | None = None,
-    cancel: Any = None,
-    on_frame: Callable[[int, int, Any], None] | None = None,
+    net: Any, cache: Any, chains: list[Chain], shape: tuple[int, int], options: WalkOptions
 ) -> None:
     """Advance every chain to its end (results in each chain's ``crops`` and ``values``)."""
     h, w = shape
     resized = R.resized_size(h, w)
-    tally = Tally(sum(c.length for c in chains), progress)
-    for j in range(max((c.length for c in chains), default=0)):
-        for i, c in enumerate(chains):
-            if c.done or j >= c.length:
-                continue
-            check_cancel(cancel, "LiteMedSAM propagation")
-            frame = c.frames[j]
-            box = _next_box(c, j, frame) if j else c.boxes.get(frame)
-            if box is None:
-                tally.add(_end(c, cache, j, False))
-                continue
-            if j == 0:
-                c.fallback = box
-            embedding = cache.get(frame)[0]
-            jittered = c.jitter and not grad
-            logits, iou, others = _decode(net, embedding, box, c.jitter if jittered else 0, frame)
-            quality = float(iou.detach()[0])
-            if frame in c.boxes:
-                c.key_iou = quality
-            elif (
-                c.stop_empty
-                and c.iou_ratio is not None
-                and c.key_iou is not None
-                and j > c.last_conditioning
-                and quality < c.iou_ratio * c.key_iou
-            ):
-                c.stopped = StopReason.IOU  # the quality stop: this slice and the rest left out
-                tally.add(_end(c, cache, j, True))
-                continue
-            c.ious.append(quality)
-            if jittered:
-                c.agreement.append(agreement(logits[0], others))
-            logits = R.to_slice(logits, resized, (h, w))[0]
-            c.previous = (torch.sigmoid(logits.detach()) > 0.5).cpu().numpy()
-            _store(c, logits.float(), grad)
-            if on_frame is not None:
-                on_frame(i, frame, torch.sigmoid(logits.detach().float()))
-            tally.add()
+    grad = options.grad
+
+    def end(c: Chain, j: int) -> list:
+        """End ``c`` before visit ``j``: its frames from ``j`` on are not read."""
+        for k in range(j, len(c.frames)):
+            cache.forget(c.frames[k], k)
+        return [None]
+
+    def step(group: list[Chain], j: int) -> list:
+        c = group[0]
+        frame = c.frames[j]
+        box = _next_box(c, j, frame) if j else c.boxes.get(frame)
+        if box is None:
+            return end(c, j)
+        if j == 0:
+            c.fallback = box
+        embedding = cache.get(frame)[0]
+        jittered = c.jitter and not grad
+        logits, iou, others = _decode(net, embedding, box, c.jitter if jittered else 0, frame)
+        quality = float(iou.detach()[0])
+        if frame in c.boxes:
+            c.key_iou = quality
+        elif (
+            c.stop_empty
+            and c.iou_ratio is not None
+            and c.key_iou is not None
+            and j > c.last
+            and quality < c.iou_ratio * c.key_iou
+        ):
+            c.reason = StopReason.IOU  # the quality stop: this slice and the rest left out
+            end(c, j + 1)
+            return [None]
+        c.ious.append(quality)
+        if jittered:
+            c.agreement.append(agreement(logits[0], others))
+        logits = R.to_slice(logits, resized, (h, w))[0]
+        c.previous = (torch.sigmoid(logits.detach()) > 0.5).cpu().numpy()
+        _store(c, logits.float(), grad)
+        return [(torch.sigmoid(logits.detach().float()), False)]
+
+    step_walks(chains, options, step, what="LiteMedSAM propagation")
+
+
+def correction_reach(index: int, others: frozenset[int], order: str) -> int | None:
+    """How many slices a correction box's walk in direction ``order`` may take.
+
+    ``ceil(d / 2)`` for the next box of ``others`` ``d`` slices ahead (a tie stays with
+    the older box); None when no box lies ahead.
+
+    Examples
+    --------
+    >>> correction_reach(10, frozenset({4, 13}), "forward"), correction_reach(10, frozenset({4}), "backward")
+    (2, 3)
+    >>> correction_reach(10, frozenset({4}), "forward") is None
+    True
+    """
+    ahead = [o for o in others if (o > index if order == "forward" else o < index)]
+    if not ahead:
+        return None
+    d = min(abs(o - index) for o in ahead)
+    return (d + 1) // 2

@@ -11,7 +11,6 @@ previous mask).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +28,9 @@ from napari_segeval.models.precision import Precision, model_precision
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions, WalkOutput
 from napari_segeval.prompts.box import Box
 
+from . import _challenge, _intensity
+from ._challenge import Box3D
+
 if TYPE_CHECKING:  # pragma: no cover
     import threading
 
@@ -37,103 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Slices smaller than this (either side) are refused: the recipe would stretch a few
 #: pixels to 256.
 MIN_SIDE = 8
-_VIDEO = (
-    "us",
-    "endoscopy",
-    "rgb",
-    "video",
-    "xray",
-    "x-ray",
-    "fundus",
-    "dermoscopy",
-    "microscopy",
-    "other2d",
-)
-
-
-@dataclass(frozen=True)
-class Box3D:
-    """The challenge's 3D box of one structure: its x/y extent over all slices, its z range.
-
-    ``xyxy`` is inclusive ``(x_min, y_min, x_max, y_max)``; ``z0 <= z1`` inclusive;
-    ``value`` is the structure's number in the challenge's result map (1, 2, ...).
-    """
-
-    label: int
-    value: int
-    xyxy: tuple[int, int, int, int]
-    z0: int
-    z1: int
-
-    @classmethod
-    def from_mask(cls, mask: np.ndarray, label: int, value: int) -> Box3D | None:
-        """The box of a ``(n, H, W)`` mask, or None when it is empty.
-
-        Examples
-        --------
-        >>> m = np.zeros((5, 6, 6), bool); m[1, 1, 2] = m[3, 4, 1] = True
-        >>> Box3D.from_mask(m, 2, 1)
-        Box3D(label=2, value=1, xyxy=(1, 1, 2, 4), z0=1, z1=3)
-        """
-        zs, ys, xs = np.nonzero(mask)
-        if zs.size == 0:
-            return None
-        return cls(
-            int(label),
-            int(value),
-            (int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())),
-            int(zs.min()),
-            int(zs.max()),
-        )
-
-    @property
-    def middle(self) -> int:
-        """The challenge's prompted slice: ``int((z_max - z_min) / 2 + z_min)``."""
-        return int((self.z1 - self.z0) / 2 + self.z0)
-
-
-def _video_span(image: np.ndarray | None) -> tuple[float, float]:
-    """The raw span a video modality maps to 0-255: 0..255, or min..max above 255."""
-    a = np.asarray(image if image is not None else ())
-    return (float(a.min()), float(a.max())) if a.size and float(a.max()) > 255 else (0.0, 255.0)
-
-
-def to_uint8(
-    image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
-) -> np.ndarray:
-    """The authors' intensity step (module doc): raw intensities -> uint8.
-
-    Examples
-    --------
-    >>> to_uint8(np.array([[-200.0, 40.0, 500.0]]), "CT").tolist()
-    [[0, 127, 255]]
-    >>> to_uint8(np.array([[0.0, 10.0, 20.0, 30.0]]), "MR").tolist()
-    [[0, 0, 127, 255]]
-    >>> to_uint8(np.array([[0, 1000, 4000]]), "US").tolist()
-    [[0, 63, 255]]
-    """
-    from napari_segeval.inference.windowing import (
-        DEFAULT_CT_WINDOW,
-        apply_window,
-        check_finite,
-        mr_clip,
-        parse_window,
-    )
-
-    arr = check_finite(np.asarray(image))
-    mod = (modality or "other").lower()
-    if mod == "ct":
-        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
-        return apply_window(arr, level, width, ct_mapping).astype(np.uint8)
-    if mod in _VIDEO:
-        f = arr.astype(np.float64)
-        lo, hi = _video_span(f)
-        if hi > 255:
-            f = (f - lo) / (hi - lo) * 255.0
-        return np.clip(f, 0, 255).astype(np.uint8)
-    out = mr_clip(arr)
-    out[arr == 0] = 0
-    return out.astype(np.uint8)
 
 
 #: The box chain's quality stop: a walk ends at the first slice after its last prompted one
@@ -217,51 +122,17 @@ class LiteMedSAMModel(PromptableModel):
         self.name = str(name)
         self.last_run: dict = {}
 
-    # -- intensities ---------------------------------------------------------------------
     def preprocess(
         self, image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
     ) -> torch.Tensor:
-        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255.
-
-        Examples
-        --------
-        >>> m = LiteMedSAMModel.__new__(LiteMedSAMModel)
-        >>> m.preprocess(np.full((2, 8, 8), 40.0), "CT").max().item()
-        0.4980392158031464
-        """
-        import torch
-
-        arr = np.asarray(image)
-        if arr.ndim == 2:
-            arr = arr[None]
-        rgb = arr.ndim == 4 and arr.shape[-1] in (3, 4)
-        if arr.ndim != 3 and not rgb:
-            raise InvalidImageError(
-                f"LiteMedSAM takes (n, H, W) slices or (n, H, W, 3) RGB "
-                f"frames, got shape {arr.shape}"
-            )
-        arr = arr[..., :3] if rgb else arr
-        u8 = to_uint8(arr, "rgb" if rgb else modality, window, ct_mapping)
-        return torch.from_numpy(u8.astype(np.float32) / np.float32(255.0))
+        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255."""
+        return _intensity.preprocess(image, modality, window, ct_mapping)
 
     def normalize_info(
-        self,
-        modality: str,
-        window: Any = None,
-        image: np.ndarray | None = None,
-        ct_mapping: str = "window",
+        self, modality: str, window: Any = None, image: Any = None, ct_mapping: str = "window"
     ) -> NormalizeInfo:
         """One normalized unit = the raw span mapped to 0-255."""
-        from napari_segeval.inference.windowing import window_bounds
-
-        mod = (modality or "other").lower()
-        if mod in _VIDEO:
-            lo, hi = _video_span(image)
-        else:
-            lo, hi = window_bounds(modality, window, image, ct_mapping)
-        return NormalizeInfo(
-            hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> 0..255 -> / 255 (LiteMedSAM)"
-        )
+        return _intensity.normalize_info(modality, window, image, ct_mapping)
 
     # -- the case's embeddings -----------------------------------------------------------
     def feature_cache(self) -> FrameStore:
@@ -285,34 +156,25 @@ class LiteMedSAMModel(PromptableModel):
             )
         return x.to(self.device, torch.float32)
 
-    def _run(
-        self,
-        frames: torch.Tensor,
-        chains: list,
-        features: FrameStore | None,
-        *,
-        grad: bool = False,
-        cache_mb: Any = None,
-        **run: Any,
-    ) -> None:
-        """Run ``chains`` on ``frames`` (``run``: :func:`._chain.run`'s keywords), each
-        slice encoded once for all of them; :attr:`last_run` says how many were."""
+    def _run(self, frames: torch.Tensor, chains: list, options: WalkOptions) -> None:
+        """Run ``chains`` on ``frames``, each slice encoded once for all of them (cached in
+        ``options.features``); :attr:`last_run` says how many were."""
         import torch
 
         from . import _chain
         from . import _recipe as R
 
+        grad = options.grad
         store = None
-        if features is not None and not grad:
-            store = features
+        if options.features is not None and not grad:
+            store = options.features
             store.bind(frames, (str(self.device),))
+        cache_mb = self.cache_mb if options.cache_mb is None else options.cache_mb
         budget = None if cache_mb is None else float(cache_mb) * 2**20
-        steps = max((c.length for c in chains), default=0)
-        reads = [[c.frames[j] for c in chains if j < c.length] for j in range(steps)]
+        steps = max((len(c.frames) for c in chains), default=0)
+        reads = [[c.frames[j] for c in chains if j < len(c.frames)] for j in range(steps)]
 
         def encode(a: int, b: int) -> list[list]:
-            import torch
-
             x = torch.stack([R.model_input(frames[i])[0] for i in range(a, b)])
             if grad and torch.is_grad_enabled():
                 # an attack's gradient through every slice of a walk: the encoder's
@@ -329,7 +191,7 @@ class LiteMedSAMModel(PromptableModel):
         reused = len(store) if store is not None else 0
         with torch.enable_grad() if grad else torch.inference_mode():
             shape = (int(frames.shape[1]), int(frames.shape[2]))
-            _chain.run(self.network, cache, frames, chains, shape, grad=grad, **run)
+            _chain.run(self.network, cache, chains, shape, options)
         self.last_run = {"encoded_frames": cache.encoded, "reused_frames": reused}
 
     # -- walks ---------------------------------------------------------------------------
@@ -351,16 +213,7 @@ class LiteMedSAMModel(PromptableModel):
         x = self._frames(frames)
         n, h, w = (int(s) for s in x.shape[:3])
         chains = [self._chain(walk, n, (h, w), options.stop_when_empty) for walk in walks]
-        self._run(
-            x,
-            chains,
-            options.features,
-            grad=options.grad,
-            cache_mb=self.cache_mb if options.cache_mb is None else options.cache_mb,
-            progress=options.progress,
-            cancel=options.cancel,
-            on_frame=options.on_frame,
-        )
+        self._run(x, chains, options)
         outs = [_output(c, (h, w)) for c in chains]
         return outs if options.crops else [o.full() for o in outs]
 
@@ -371,7 +224,6 @@ class LiteMedSAMModel(PromptableModel):
         shape: tuple[int, int],
         stop_empty: bool,
         limit: int | None = None,
-        value: int = 1,
     ) -> Any:
         from . import _chain
         from . import _recipe as R
@@ -383,19 +235,18 @@ class LiteMedSAMModel(PromptableModel):
                 boxes[f] = R.scale_box(_chain.box_xyxy(active[-1]), shape)
         prior = None
         if walk.prior_volume is not None:
-            prior = np.asarray(_detached(walk.prior_volume))
+            v = walk.prior_volume
+            prior = np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v)
             if prior.shape[:3] != (n, *shape):
                 raise InvalidPromptError(
                     f"prior volume of shape {prior.shape} does not fit frames {(n, *shape)}"
                 )
         return _chain.Chain(
-            walk.frames(n).tolist(),
+            walk.frames(n).tolist()[:limit],
             boxes,
             walk.last_conditioning_step(),
             stop_empty=stop_empty,
-            value=value,
             prior=prior,
-            limit=limit,
             iou_ratio=self.stop_iou_ratio,
             jitter=self.risk_jitter,
         )
@@ -437,26 +288,19 @@ class LiteMedSAMModel(PromptableModel):
             for p in prompts.prompts[:-1]
             if isinstance(p, Box) and p.index != last.index
         )
-        from napari_segeval.prompts.prompt_set import PromptSet
+        from ._chain import correction_reach
 
-        one = PromptSet.from_box(last)
-        walks = [Walk(last.index, one, o) for o in ("forward", "backward")]
-        chains = [
-            self._chain(
-                wk, n, (h, w), True, limit=correction_reach(int(last.index), others, wk.order)
-            )
-            for wk in walks
-        ]
-        self._run(x, chains, features, cache_mb=self.cache_mb, cancel=cancel)
+        walks = [Walk(last.index, last, o) for o in ("forward", "backward")]
+        reach = [correction_reach(int(last.index), others, wk.order) for wk in walks]
+        chains = [self._chain(wk, n, (h, w), True, r) for wk, r in zip(walks, reach)]
+        self._run(x, chains, WalkOptions(cancel=cancel, features=features))
         out: dict[int, np.ndarray] = {}
         for c in chains:
             full = _output(c, (h, w))
-            for j, f in enumerate(full.frames):
-                if j < len(c.crops):
-                    out[int(f)] = full.row(j).float().cpu().numpy()
+            for j in range(len(c.crops)):
+                out[int(c.frames[j])] = full.row(j).float().cpu().numpy()
         return out
 
-    # -- the CVPR 2024 challenge's loop --------------------------------------------------
     def challenge_3d(
         self,
         frames: Any,
@@ -466,57 +310,13 @@ class LiteMedSAMModel(PromptableModel):
         cancel: threading.Event | None = None,
         features: FrameStore | None = None,
     ) -> dict[int, np.ndarray]:
-        """``CVPR24_LiteMedSAM_infer.py``'s 3D loop: each structure's ``(n, H, W)`` mask.
-
-        The middle slice takes the 3D box; every other slice of ``[z0, z1]`` the previous
-        result's box (or the 3D box when it is empty); no stop, no post-processing.
-        """
-        from . import _chain
-        from . import _recipe as R
-
+        """The CVPR 2024 challenge's 3D loop (:mod:`._challenge`): each structure's ``(n, H, W)`` mask."""
         x = self._frames(frames)
         n, h, w = (int(s) for s in x.shape[:3])
-        chains, plans = [], []
-        for b in boxes:
-            mid, start = b.middle, R.scale_box(b.xyxy, (h, w))
-            for last, step in ((min(b.z1, n - 1), 1), (max(b.z0, 0), -1)):
-                visits = list(range(mid, last + step, step))
-                chains.append(
-                    _chain.Chain(visits, {mid: start}, 0, stop_empty=False, value=b.value)
-                )
-                plans.append(b.label)
-        self._run(x, chains, features, cache_mb=self.cache_mb, progress=progress, cancel=cancel)
-        masks = {b.label: np.zeros((n, h, w), bool) for b in boxes}
-        for label, c in zip(plans, chains):
-            for f, crop, v in zip(c.frames, c.crops, c.values):
-                if crop is not None:
-                    y0, x0, y1, x1 = crop
-                    masks[label][f, y0:y1, x0:x1] |= (v > 0.5).cpu().numpy()
-        return masks
-
-
-def correction_reach(index: int, others: frozenset[int], order: str) -> int | None:
-    """How many slices a correction box's walk in direction ``order`` may take.
-
-    ``ceil(d / 2)`` for the next box of ``others`` ``d`` slices ahead (a tie stays with
-    the older box); None when no box lies ahead.
-
-    Examples
-    --------
-    >>> correction_reach(10, frozenset({4, 13}), "forward"), correction_reach(10, frozenset({4}), "backward")
-    (2, 3)
-    >>> correction_reach(10, frozenset({4}), "forward") is None
-    True
-    """
-    ahead = [o for o in others if (o > index if order == "forward" else o < index)]
-    if not ahead:
-        return None
-    d = min(abs(o - index) for o in ahead)
-    return (d + 1) // 2
-
-
-def _detached(v: Any) -> Any:
-    return v.detach().cpu().numpy() if hasattr(v, "detach") else v
+        run = _challenge.chains(boxes, n, (h, w))
+        options = WalkOptions(progress=progress, cancel=cancel, features=features)
+        self._run(x, [c for _, c in run], options)
+        return _challenge.masks(run, [b.label for b in boxes], (n, h, w))
 
 
 def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:
@@ -528,7 +328,7 @@ def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:
     )
     agreement = agree if chain.jitter else None
     return WalkOutput(
-        list(chain.frames), boxes, values, shape, 0.0, quality, agreement, chain.stopped
+        list(chain.frames), boxes, values, shape, 0.0, quality, agreement, chain.reason
     )
 
 

@@ -119,24 +119,13 @@ def condition_structure(
             f = int(prompt.index)
             if f not in features:
                 features[f] = feats.read(f)
-            vf, vp, sizes = features[f]
             point_inputs, mask_in = _inputs(prompt, points, hw, size, device)
             prev = None
             if point_inputs is not None and f in outs:
                 prev = torch.clamp(outs[f]["pred_masks"], -PREV_LOGIT_CLAMP, PREV_LOGIT_CLAMP)
-            out = network.track_step(
-                frame_idx=f,
-                is_init_cond_frame=True,
-                current_vision_feats=vf,
-                current_vision_pos_embeds=vp,
-                feat_sizes=sizes,
-                point_inputs=point_inputs,
-                mask_inputs=mask_in,
-                output_dict={"cond_frame_outputs": {}, "non_cond_frame_outputs": {}},
-                num_frames=n,
-                track_in_reverse=False,
-                run_mem_encoder=False,
-                prev_sam_mask_logits=prev,
+            prompt_in = {"point_inputs": point_inputs, "mask_inputs": mask_in}
+            out = _loop.track_step(
+                network, f, features[f], n, {}, {}, **prompt_in, prev_sam_mask_logits=prev
             )
             out["pred_masks"] = _loop.fill_holes(out["pred_masks"], fill_hole_area)
             # a mask prompt's decoder call gives only the object pointer: no estimate

@@ -60,6 +60,29 @@ def fill_holes(logits: torch.Tensor, max_area: int) -> torch.Tensor:
     return torch.where(hole, torch.full_like(logits, 0.1), logits)
 
 
+def track_step(
+    network: Any, frame: int, feats: tuple, n: int, cond: dict, past: dict, **prompt: Any
+) -> dict:
+    """``network.track_step`` on frame (or step) ``frame`` with features ``(vision, pos,
+    sizes)``: tracked with memory ``cond``/``past``, or (``prompt``: ``point_inputs``,
+    ``mask_inputs``, ``prev_sam_mask_logits``) an initial conditioning frame."""
+    vision, pos, sizes = feats
+    return network.track_step(
+        frame_idx=frame,
+        is_init_cond_frame=bool(prompt),
+        current_vision_feats=vision,
+        current_vision_pos_embeds=pos,
+        feat_sizes=sizes,
+        point_inputs=prompt.get("point_inputs"),
+        mask_inputs=prompt.get("mask_inputs"),
+        output_dict={"cond_frame_outputs": cond, "non_cond_frame_outputs": past},
+        num_frames=n,
+        track_in_reverse=False,
+        run_mem_encoder=not prompt,
+        prev_sam_mask_logits=prompt.get("prev_sam_mask_logits"),
+    )
+
+
 def compact(out: dict, logits: torch.Tensor) -> dict:
     """What later frames read of a frame's output (memory features rounded to bfloat16),
     and its IoU estimate (``"iou"``, :class:`IouProbe`; None where not heard)."""

@@ -24,8 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from napari_segeval._cancel import check_cancel
-from napari_segeval.models.walk import Tally
+from napari_segeval.models.walk import WalkOptions, step_walks
 
 from . import _loop
 
@@ -129,34 +128,12 @@ def track(
         for r in range(max(0, step - keep + 1), step)
         if r in first.past
     }
-    out = network.track_step(
-        frame_idx=step,
-        is_init_cond_frame=False,
-        current_vision_feats=vision,
-        current_vision_pos_embeds=pos,
-        feat_sizes=sizes,
-        point_inputs=None,
-        mask_inputs=None,
-        output_dict={"cond_frame_outputs": cond, "non_cond_frame_outputs": past},
-        num_frames=n,
-        track_in_reverse=False,
-        run_mem_encoder=True,
-    )
+    out = _loop.track_step(network, step, (vision, pos, sizes), n, cond, past)
     logits = _loop.fill_holes(out["pred_masks"], fill_hole_area)
     for i, s in enumerate(states):
         s.past[step] = _split(out, logits, i) if b > 1 else _loop.compact(out, logits)
         s.past.pop(step - keep, None)
     return logits, out.get("object_score_logits"), probe.take()
-
-
-def _groups(active: list[MemoryWalk], batch: bool) -> list[list[MemoryWalk]]:
-    """Walks of one step that can run as one batch (same conditioning layout)."""
-    if not batch:
-        return [[s] for s in active]
-    by: dict[tuple, list[MemoryWalk]] = {}
-    for s in active:
-        by.setdefault(s.layout(), []).append(s)
-    return list(by.values())
 
 
 def run_walks(
@@ -166,66 +143,57 @@ def run_walks(
     conds: dict[int, dict],
     hw: tuple[int, int],
     fill_hole_area: int,
-    *,
     batch: bool,
-    progress: Any = None,
-    cancel: Any = None,
-    stop_when_empty: bool = False,
-    on_frame: Any = None,
-) -> list[list]:
-    """Native-size logits rows ``(H, W)`` of every walk, in visit order (``-1024`` after a stop)."""
+    options: WalkOptions,
+) -> None:
+    """Each walk's native-size logits rows ``(H, W)`` in visit order (``-1024`` after a stop)."""
     import torch
 
-    n = feats.n
-    tally = Tally(sum(len(s.frames) for s in states), progress)
-    number = {id(s): i for i, s in enumerate(states)}
-
-    def record(s: MemoryWalk, logits: torch.Tensor, step: int, score: Any, iou: Any) -> None:
+    def record(s: MemoryWalk, logits: torch.Tensor, score: Any, iou: Any) -> tuple:
         native = _loop.to_native(logits, hw)[0, 0].float()
         s.rows.append(native)
         s.presence.append(None if score is None else float(torch.sigmoid(score.detach()).max()))
         s.quality.append(iou)
-        tally.add()
-        if on_frame is not None:
-            on_frame(number[id(s)], s.frames[step], torch.sigmoid(native.detach()))
-        if (
-            stop_when_empty
-            and step >= s.last
-            and not bool((native > 0).any())
-            and len(s.rows) < len(s.frames)
-        ):
-            s.stopped = True
-            for j in range(step + 1, len(s.frames)):
-                if not s.is_cond(j):
-                    feats.forget(s.frames[j], j)
-            tally.add(len(s.frames) - len(s.rows))
+        return torch.sigmoid(native.detach()), not bool((native > 0).any())
+
+    def step(group: list[MemoryWalk], j: int) -> list:
+        tracked = [s for s in group if not s.is_cond(j)]
+        out = {}
+        if tracked:
+            frame_feats = [feats.read(s.frames[j]) for s in tracked]
+            logits, scores, ious = track(
+                network, tracked, conds, frame_feats, j, feats.n, fill_hole_area, probe
+            )
+            for i, s in enumerate(tracked):
+                score = None if scores is None else scores[i]
+                out[id(s)] = (logits[i : i + 1], score, None if ious is None else ious[i])
+        for s in group:
+            if s.is_cond(j):
+                cond = conds[s.group][s.frames[j]]
+                out[id(s)] = (cond["pred_masks"], cond.get("object_score_logits"), cond.get("iou"))
+        return [record(s, *out[id(s)]) for s in group]
+
+    def forget(s: MemoryWalk, j: int) -> None:
+        for k in range(j, len(s.frames)):
+            if not s.is_cond(k):
+                feats.forget(s.frames[k], k)
 
     with _loop.IouProbe(network) as probe:
-        for step in range(max(len(s.frames) for s in states)):
-            active = [s for s in states if not s.stopped and step < len(s.frames)]
-            for s in [s for s in active if s.is_cond(step)]:
-                cond = conds[s.group][s.frames[step]]
-                record(
-                    s, cond["pred_masks"], step, cond.get("object_score_logits"), cond.get("iou")
-                )
-            tracked = [s for s in active if not s.is_cond(step)]
-            for group in _groups(tracked, batch):
-                check_cancel(cancel, "MedSAM2 propagation")
-                frame_feats = [feats.read(s.frames[step]) for s in group]
-                logits, scores, ious = track(
-                    network, group, conds, frame_feats, step, n, fill_hole_area, probe
-                )
-                for i, s in enumerate(group):
-                    score = None if scores is None else scores[i]
-                    record(s, logits[i : i + 1], step, score, None if ious is None else ious[i])
-    out = []
-    for s in states:
-        rows = s.rows
-        if len(rows) < len(s.frames):
-            fill = torch.full(tuple(hw), -1024.0, dtype=rows[0].dtype, device=rows[0].device)
-            rows = rows + [fill] * (len(s.frames) - len(rows))
-        out.append(rows)
-    return out
+        step_walks(
+            states,
+            options,
+            step,
+            batch=batch,
+            key=MemoryWalk.layout,
+            on_stop=forget,
+            what="MedSAM2 propagation",
+        )
+    for s in states:  # the frames after a stop
+        pad = len(s.frames) - len(s.rows)
+        fill = torch.full(tuple(hw), -1024.0, dtype=s.rows[0].dtype, device=s.rows[0].device)
+        s.rows += [fill] * pad
+        s.presence += [None] * pad
+        s.quality += [None] * pad
 
 
 def reads(states: list[MemoryWalk], cond_frames: dict[int, list[int]]) -> list[list[int]]:

@@ -240,33 +240,30 @@ class MedSAM2Model(PromptableModel):
         from napari_segeval.models._device import autocast_context
         from napari_segeval.models.walk import WalkOutput
 
-        for walk in walks:
-            if walk.prior_volume is not None:
-                raise SegEvalError(_NO_PER_SLICE)
-            if walk.order not in ("forward", "backward"):
-                raise ValueError(f"order must be 'forward' or 'backward', got {walk.order!r}")
+        if any(walk.prior_volume is not None for walk in walks):
+            raise SegEvalError(_NO_PER_SLICE)
         if not walks:
             return []
         n, h, w = (int(s) for s in tuple(frames.shape)[:3])
         grad = options.grad
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, autocast_context(self.device, enabled=not grad):
-            rows, heard = self._run(frames, walks, (n, h, w), options)
-        outs = [[r.float() for r in walk_rows] for walk_rows in rows]
-        if options.crops:
-            return [
-                WalkOutput(
-                    wk.frames(n).tolist(),
-                    [(0, 0, h, w)] * len(r),
-                    r,
-                    (h, w),
-                    float("-inf"),
-                    quality=q + [None] * (len(r) - len(q)),
-                    presence=p + [None] * (len(r) - len(p)),
-                )
-                for wk, r, (p, q) in zip(walks, outs, heard)
-            ]
-        return [torch.stack(r) for r in outs]
+            states = self._run(frames, walks, (n, h, w), options)
+        outs = [[r.float() for r in s.rows] for s in states]
+        if not options.crops:
+            return [torch.stack(r) for r in outs]
+        return [
+            WalkOutput(
+                s.frames,
+                [(0, 0, h, w)] * len(r),
+                r,
+                (h, w),
+                float("-inf"),
+                quality=s.quality,
+                presence=s.presence,
+            )
+            for s, r in zip(states, outs)
+        ]
 
     def _run(
         self,
@@ -274,8 +271,9 @@ class MedSAM2Model(PromptableModel):
         walks: list[Walk],
         shape: tuple[int, int, int],
         options: WalkOptions,
-    ) -> tuple[list[Any], list[tuple[Any, Any]]]:
-        """Each walk's rows of logits, and its ``(presence, quality)`` as SAM2 heard them."""
+    ) -> list[Any]:
+        """Each walk's state: its rows of logits and ``presence`` and ``quality`` as SAM2
+        heard them (:class:`._walks.MemoryWalk`)."""
         from . import _walks
         from ._condition import condition_structure, reading_order
         from ._features import FrameFeatures
@@ -314,20 +312,11 @@ class MedSAM2Model(PromptableModel):
                 conds[g] = condition_structure(
                     self.network, feats, prompts, n, (h, w), self.fill_hole_area, self.device
                 )
-            rows = _walks.run_walks(
-                self.network,
-                feats,
-                states,
-                conds,
-                (h, w),
-                self.fill_hole_area,
-                batch=self._batch(),
-                progress=options.progress,
-                cancel=options.cancel,
-                stop_when_empty=options.stop_when_empty,
-                on_frame=options.on_frame,
+            batch = self._batch()
+            _walks.run_walks(
+                self.network, feats, states, conds, (h, w), self.fill_hole_area, batch, options
             )
-            return rows, [(s.presence, s.quality) for s in states]
+            return states
         finally:
             self.last_run = {
                 "encoded_frames": feats.encoded,
