@@ -132,7 +132,7 @@ def test_auto_keeps_the_masks_of_todays_path_on_a_small_case():
     )
     labels = np.asarray(case.labels)
     mid = int(np.nonzero(labels.any(axis=(1, 2)))[0].mean())
-    image, labels = np.asarray(case.image)[mid - 2 : mid + 2], labels[mid - 2 : mid + 2]
+    image, labels = np.asarray(case.image)[mid - 1 : mid + 2], labels[mid - 1 : mid + 2]
     ids = [int(v) for v in np.unique(labels) if v]
     boxes = [Box3D.from_mask(labels == i, i, v) for v, i in enumerate(ids, start=1)]
     lite = load_litemedsam(device="cpu", precision="auto")
