@@ -300,10 +300,10 @@ def test_five_structures_encode_each_slice_once(lite):
 def test_walks_share_embeddings_without_changing_any_result(lite):
     from napari_segeval.models.walk import Walk
 
-    frames = torch.from_numpy(_blobs(3, 48, [(6, 6, 20, 20), (26, 24, 40, 40)]))
-    walks = [
-        Walk(1, Box(6, 6, 20, 20, index=1, label=1), "forward"),
-        Walk(2, Box(26, 24, 40, 40, index=2, label=2), "backward"),
+    frames = torch.from_numpy(_blobs(2, 48, [(6, 6, 20, 20), (26, 24, 40, 40)]))
+    walks = [  # over the same two frames, one each way
+        Walk(0, Box(6, 6, 20, 20, index=0, label=1), "forward"),
+        Walk(1, Box(26, 24, 40, 40, index=1, label=2), "backward"),
     ]
     together = lite.propagate_walks(frames, walks)
     for w, t in zip(walks, together):
