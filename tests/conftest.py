@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,26 @@ SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 
 #: Intensity statistics of the tiny dense model (CT-like HU).
 TINY_INTENSITY = {"lower": -20.0, "upper": 160.0, "mean": 60.0, "std": 30.0}
+
+
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], Path]) -> Path:
+    """``make(folder)``'s answer, run once for the whole run: under pytest-xdist the first
+    worker to ask makes it in the run's base folder (shared by the workers) and the others
+    wait for it, then read it; without xdist, in a fresh folder of the session."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return make(tmp_path_factory.mktemp(name))
+    import shutil
+
+    from filelock import FileLock  # a dependency of torch
+
+    root = tmp_path_factory.getbasetemp().parent
+    folder, done = root / name, root / f"{name}.made"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            done.write_text(str(make(folder).relative_to(folder)))
+    return folder / done.read_text()
 
 
 @pytest.fixture(scope="session")
@@ -67,33 +89,40 @@ def fgsm_run(tmp_path_factory) -> Path:
     the sample task, cropped in-plane to one window of the model (:mod:`_small_sample`),
     report included: the results folder, made once per session for the results tests of
     the evaluation layer and of the viewer (read it, never write to it). The cases'
-    data folder is ``cases.json``'s ``root``."""
-    from _small_sample import cropped_sample
+    data folder is ``cases.json``'s ``root``. Made once for all xdist workers."""
 
-    from napari_segeval.evaluation import run_evaluation
-    from napari_segeval.evaluation.layouts import load_layout
+    def make(base: Path) -> Path:
+        from _small_sample import cropped_sample
 
-    base = tmp_path_factory.mktemp("fgsm-run")
-    out = base / "msd-robust"
-    specs = load_layout(cropped_sample(base, 2))
-    run_evaluation(
-        specs, "msd-robust", out, params={"attacks": [{"name": "fgsm", "eps": 0.5}]}, workers=1
-    )
-    return out
+        from napari_segeval.evaluation import run_evaluation
+        from napari_segeval.evaluation.layouts import load_layout
+
+        out = base / "msd-robust"
+        specs = load_layout(cropped_sample(base, 2))
+        attacks = [{"name": "fgsm", "eps": 0.5}]
+        run_evaluation(specs, "msd-robust", out, params={"attacks": attacks}, workers=1)
+        return out
+
+    return made_once(tmp_path_factory, "fgsm-run", make)
 
 
 @pytest.fixture(scope="session")
 def risk_run(tmp_path_factory) -> Path:
     """``medsam2-3d`` with the built-in model on the first case of the sample task, without
     its report: a results folder with risks (``slices.csv``), made once per session for the
-    triage tests of the evaluation layer and of the command line (read it only)."""
-    from napari_segeval.evaluation import run_evaluation
-    from napari_segeval.evaluation.layouts import load_layout
+    triage tests of the evaluation layer and of the command line (read it only); once for
+    all xdist workers."""
 
-    task = Path(__file__).resolve().parents[1] / "sample_data/msd_task/Task90_AbdomenPhantom"
-    out = tmp_path_factory.mktemp("risk-run") / "medsam2-3d"
-    run_evaluation(load_layout(task)[:1], "medsam2-3d", out, workers=1, report=False)
-    return out
+    def make(base: Path) -> Path:
+        from napari_segeval.evaluation import run_evaluation
+        from napari_segeval.evaluation.layouts import load_layout
+
+        task = SAMPLE_DATA / "msd_task/Task90_AbdomenPhantom"
+        out = base / "medsam2-3d"
+        run_evaluation(load_layout(task)[:1], "medsam2-3d", out, workers=1, report=False)
+        return out
+
+    return made_once(tmp_path_factory, "risk-run", make)
 
 
 @pytest.fixture(scope="session")
@@ -101,7 +130,12 @@ def unlabelled_run(tmp_path_factory) -> Path:
     """``medsam2-3d`` with the built-in model on the sample task's first two cases without
     their labels, from prompts files (the boxes the reference would give, as the viewer
     saves them): a results folder without a reference, with risks, made once per session
-    for the review tests (read it only; copy it to write ``review.json``)."""
+    for the review tests (read it only; copy it to write ``review.json``); once for all
+    xdist workers."""
+    return made_once(tmp_path_factory, "unlabelled-run", _make_unlabelled_run)
+
+
+def _make_unlabelled_run(root: Path) -> Path:
     import json
     import shutil
 
@@ -110,8 +144,7 @@ def unlabelled_run(tmp_path_factory) -> Path:
     from napari_segeval.io import read_case
     from napari_segeval.prompts.prompt_file import PromptFile, write_prompts
 
-    task = Path(__file__).resolve().parents[1] / "sample_data/msd_task/Task90_AbdomenPhantom"
-    root = tmp_path_factory.mktemp("unlabelled-run")
+    task = SAMPLE_DATA / "msd_task/Task90_AbdomenPhantom"
     data, prompts = root / "Task90_NoLabels", root / "prompts"
     (data / "imagesTr").mkdir(parents=True)
     prompts.mkdir()

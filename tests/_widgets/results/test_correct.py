@@ -21,12 +21,12 @@ from ..conftest import wait_job
 TASK = Path(__file__).resolve().parents[3] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 
 
-def _run(tmp_path_factory, name: str, protocol: str, params: dict, n: int = 1) -> Path:
+def _run(tmp_path_factory, name: str, protocol: str, params: dict, n: int = 1, task=TASK) -> Path:
     from napari_segeval.evaluation import run_evaluation
     from napari_segeval.evaluation.layouts import load_layout
 
     out = tmp_path_factory.mktemp(name) / "results"
-    run_evaluation(load_layout(TASK)[:n], protocol, out, params=params, workers=1, report=False)
+    run_evaluation(load_layout(task)[:n], protocol, out, params=params, workers=1, report=False)
     return out
 
 
@@ -38,8 +38,12 @@ def threshold_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def dense_run(tmp_path_factory):
-    """msd-robust (the built-in dense CT model) on one case, no attack."""
-    return _run(tmp_path_factory, "dense", "msd-robust", {"attacks": []})
+    """msd-robust (the built-in dense CT model) on one case cropped in-plane to one window
+    of the model (:mod:`_small_sample`: all five structures kept), no attack."""
+    from _small_sample import cropped_sample
+
+    task = cropped_sample(tmp_path_factory.mktemp("dense-data"), 1)
+    return _run(tmp_path_factory, "dense", "msd-robust", {"attacks": []}, task=task)
 
 
 def _shown(viewer, qtbot, path):
