@@ -27,7 +27,7 @@ def made_once(tmp_path_factory, name: str, make: Callable[[Path], Path]) -> Path
         return make(tmp_path_factory.mktemp(name))
     import shutil
 
-    from filelock import FileLock  # a dependency of torch
+    from filelock import FileLock
 
     root = tmp_path_factory.getbasetemp().parent
     folder, done = root / name, root / f"{name}.made"
