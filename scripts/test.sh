@@ -35,7 +35,9 @@ stamp=.venv/.segeval-installed
 if [ ! -x "$py" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   [ -x "$py" ] || python3 -m venv .venv
   $py -m pip install -q --upgrade pip
-  $py -m pip install -q -e ".[testing,bench,medsam2,dev]"
+  # --no-compile: pip would byte-compile every installed module (half of the install's
+  # time); Python compiles and caches only what the run imports
+  $py -m pip install -q --no-compile -e ".[testing,bench,medsam2,dev]"
   # The MedSAM2 reference (Meta's SAM2) for the parity tests: model code only, no CUDA
   # extension, and no dependency resolution that could swap the CPU torch for another build.
   if ! $py -c "import sam2" 2>/dev/null; then
