@@ -56,7 +56,7 @@ fi
 logs=$(mktemp -d)
 background=()
 # Ctrl-C or a kill stops the background checks too
-trap 'kill $(jobs -p) 2>/dev/null' INT TERM
+trap 'kill $(jobs -p) 2>/dev/null; exit 130' INT TERM
 if [ "$checks" -eq 1 ]; then
   .venv/bin/ruff check napari_segeval tests benchmarks examples scripts docs/_ext
   .venv/bin/ruff format --check --quiet napari_segeval tests benchmarks examples scripts docs/_ext
