@@ -1,11 +1,7 @@
 """Surfels of two masks on one padded grid, and exact nearest-border distances.
 
-Both masks' codes share one padded grid, so a surfel is one flat index and a neighbour
-at offset ``delta`` is ``index + delta @ strides``. The search visits the window's
-offsets in order of their distance in mm (the floating-point operations of
-:func:`scipy.ndimage.distance_transform_edt`); a first hit nearer than ``reach`` (the
-nearest offset outside the window) is exact, and the rest go to a k-d tree. A point's
-*rank* orders the distances found without sorting them.
+A banded search in order of distance, exact as scipy's EDT, with a k-d tree for the rest
+(docs/design.md, "Surface metrics").
 """
 
 from __future__ import annotations
@@ -177,6 +173,3 @@ def _tree(query: np.ndarray, index_b: np.ndarray, shape: tuple[int, ...], spacin
     tree = cKDTree(pts_b * spacing, balanced_tree=False, compact_nodes=False)
     _, near = tree.query(pts_q * spacing, workers=-1)
     return distance(pts_b[near] - pts_q, spacing)
-
-
-__all__ = ["border", "distance", "nearest", "padded_codes", "window"]

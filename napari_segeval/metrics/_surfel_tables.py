@@ -1,47 +1,13 @@
-"""Surface-element (surfel) area tables for 2x2x2 and 2x2 neighbourhoods.
+"""Surfel area tables of the 2x2x2 (and 2x2) neighbourhood codes, in mm^2 (mm).
 
-A *neighbourhood code* describes which of the 8 voxels around a grid corner
-(the 2x2x2 block whose centre is half a voxel before voxel ``p`` on every axis)
-are inside the mask. Bit ``4*(1-o0) + 2*(1-o1) + (1-o2)`` holds the voxel at offset
-``(o0, o1, o2)`` in ``{0, 1}^3`` (offset 0 is the voxel ``p - 1``), the same
-encoding as DeepMind's ``surface-distance`` package, so codes can be compared.
-Two corners are neighbours along axis ``a`` when their bits differ by ``4 >> a``.
-
-The surfel of a code is the marching-cubes surface inside that block. It is made
-of one piece per group of inside corners connected along block edges (blocks
-with more than four inside corners use the groups of the outside corners, as
-marching cubes is symmetric under complement; with exactly four, the inside
-corners). A connected group of at most four corners of a cube is, up to the
-cube's symmetries, one of six shapes, and each shape's piece is a few planar
-facets cutting the block's edges at their midpoints. Their *area vectors* (the
-facet's area times its unit normal, in voxel units; components as absolute
-values, so mirroring the block changes nothing) are:
-
-====================================  ==========================================
-group                                 facets (area vectors)
-====================================  ==========================================
-one corner                            triangle, ``(1/8, 1/8, 1/8)``
-two corners along axis ``a``          rectangle, ``1/2`` on both axes but ``a``
-three corners (an L) in a face        triangle half way up, ``1/2 e_f``, and
-normal to axis ``f``                  trapezoid, ``(3/8, 3/8, 3/8)``
-four corners of a face normal to f    square half way, ``e_f``
-one corner and its three neighbours   regular hexagon, ``(3/4, 3/4, 3/4)``
-a path with steps along axes          quadrilateral through the block centre,
-``a1, a2, a3`` (all different)        ``(1/2, 1/2, 1/2)``, and two triangles,
-                                      ``1/4 (e_a1 + e_a2)`` and ``1/4 (e_a2 + e_a3)``
-====================================  ==========================================
-
-With voxel spacing ``(s0, s1, s2)`` mm, the component of an area vector along
-axis ``a`` is an area projected on the plane of the two other axes, so it scales
-by the product of their spacings: ``(n0, n1, n2)`` becomes
-``(n0*s1*s2, n1*s0*s2, n2*s0*s1)`` mm^2 and the facet's area is that vector's
-norm. A code's area is the sum over its facets (derived once per process). The
-tables equal DeepMind's to rounding.
+Bit ``4*(1-o0) + 2*(1-o1) + (1-o2)`` holds the voxel at offset ``o`` (DeepMind's
+``surface-distance`` encoding); the facets of each code: docs/design.md, "Surface metrics".
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -126,11 +92,8 @@ def _facets_3d() -> tuple[np.ndarray, np.ndarray]:
     return code_arr, vec_arr
 
 
-def surfel_area_table_3d(spacing: tuple[float, float, float]) -> np.ndarray:
-    """Surfel area in mm^2 (float64, (256,)) of each code of a 2x2x2 neighbourhood.
-
-    ``spacing``: mm along the array axes (z, y, x). Codes 0 and 255 have area 0.
-    """
+def surfel_area_table_3d(spacing: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Surfel area in mm^2 (float64, (256,)) of each code; codes 0 and 255 have area 0."""
     s0, s1, s2 = (float(s) for s in spacing)
     codes, vectors = _facets_3d()
     scaled = vectors * np.array([s1 * s2, s0 * s2, s0 * s1])
@@ -138,13 +101,11 @@ def surfel_area_table_3d(spacing: tuple[float, float, float]) -> np.ndarray:
     return np.bincount(codes, weights=areas, minlength=256)
 
 
-def contour_length_table_2d(spacing: tuple[float, float]) -> np.ndarray:
-    """Contour length in mm for each of the 16 codes of a 2x2 neighbourhood.
+def contour_length_table_2d(spacing: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Marching-squares contour length in mm (float64, (16,)) of each 2x2 code.
 
-    Bit ``2*(1-o0) + (1-o1)`` holds the pixel at offset ``(o0, o1)``. The contour
-    of a code is the marching-squares segment(s): between edge midpoints around
-    each inside pixel group; the two diagonal codes give two corner segments.
-    ``spacing``: mm along (y, x); the table is float64, shape (16,).
+    Bit ``2*(1-o0) + (1-o1)`` holds the pixel at offset ``(o0, o1)``; the two diagonal
+    codes have two corner segments.
     """
     s0, s1 = (float(s) for s in spacing)
     diag = 0.5 * float(np.hypot(s0, s1))
@@ -162,6 +123,3 @@ def contour_length_table_2d(spacing: tuple[float, float]) -> np.ndarray:
         else:  # one inside or one outside pixel: one corner cut
             out[code] = diag
     return out
-
-
-__all__ = ["contour_length_table_2d", "surfel_area_table_3d"]

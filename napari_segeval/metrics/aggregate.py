@@ -153,11 +153,10 @@ def fraction(values: Iterable[bool]) -> float:
 def robust_threshold(clean_dices: Iterable[float | None], factor: float = 0.5) -> float:
     """The robust-case threshold of a task: ``factor`` x the mean clean Dice of its cases.
 
-    The rule of Daza et al. (2021): a case is robust to an attack when its
-    attacked Dice stays above half the task's mean clean Dice. Compute the
-    threshold **once per task**, from the clean Dice of every case, and use it
-    unchanged for every attack (the published code re-multiplies it on every
-    attack, which compounds).
+    The rule of Daza et al. (2021): a case is robust to an attack when its attacked Dice
+    stays above half the task's mean clean Dice. Compute it **once per task** and use it
+    unchanged for every attack (the published code re-multiplies it per attack, which
+    compounds).
 
     Parameters
     ----------
@@ -169,9 +168,8 @@ def robust_threshold(clean_dices: Iterable[float | None], factor: float = 0.5) -
     Returns
     -------
     float
-        ``factor * mean``. NaN, +-inf and None are not Dice values (a case with
-        no structure measured, or a failed row) and are left out of the mean;
-        with no finite value left the threshold is NaN, and no case is robust.
+        ``factor * mean`` of the finite values (NaN, +-inf and None are left out); NaN
+        when none is left, and then no case is robust.
     """
     values = np.asarray([np.nan if v is None else float(v) for v in clean_dices], float)
     values = values[np.isfinite(values)]
@@ -191,10 +189,8 @@ def is_robust(attacked_dice: float | None, threshold: float) -> bool:
     Returns
     -------
     bool
-        ``attacked_dice > threshold``; a Dice equal to the threshold is not
-        robust. False when either value is NaN, +-inf or None: a case whose
-        attacked Dice is unknown cannot be shown robust, and it still counts
-        among the cases (as not robust) in :func:`robust_fraction`.
+        ``attacked_dice > threshold``. False when either is NaN, +-inf or None: an
+        unknown Dice cannot be shown robust (it still counts in :func:`robust_fraction`).
     """
     if attacked_dice is None:
         return False
@@ -203,10 +199,7 @@ def is_robust(attacked_dice: float | None, threshold: float) -> bool:
 
 
 def robust_fraction(attacked_dices: Iterable[float | None], threshold: float) -> float:
-    """Fraction of cases that are robust under one attack (:func:`is_robust`).
-
-    Every case counts; NaN for no cases.
-    """
+    """Fraction of cases robust under one attack (:func:`is_robust`); NaN for no cases."""
     return fraction(is_robust(v, threshold) for v in attacked_dices)
 
 

@@ -1,10 +1,7 @@
-"""What each metric is, defined once (:data:`METRICS`): column, title, unit, display, direction.
+"""What each metric is, defined once (:data:`METRICS`), and the one rule for NaN and ±inf.
 
-**The rule for NaN and ±inf**, one for every metric. A cell is read with :func:`as_float`
-(None, ``""``, non-numbers: NaN; ``"inf"``: inf). NaN is *no value*: left out of every
-mean, median and quartile, and counted apart (``n_nan``). ±inf *is* a value (the HD95 of
-a structure one map misses): it stays in, so a missed structure is not averaged away
-(:func:`scored`, :func:`mean`, :func:`percentiles`).
+NaN is *no value*: left out of every aggregate and counted apart (``n_nan``). ±inf *is* a
+value (the HD95 of a structure one map misses): it stays in, so a miss is not averaged away.
 """
 
 from __future__ import annotations

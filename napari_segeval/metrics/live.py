@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from napari_segeval._errors import GeometryMismatchError
 from napari_segeval._names import unnamed_structures
 from napari_segeval.metrics.overlap import as_labels, overlap_from_counts
 from napari_segeval.metrics.slices import dice_from_counts, per_slice_counts, slice_counts
@@ -54,10 +53,6 @@ class LiveMetrics:
         )
 
     def _recount_all(self) -> None:
-        if self._ref.shape != self._pred.shape:
-            raise GeometryMismatchError(
-                f"reference {self._ref.shape} and prediction {self._pred.shape} differ in shape"
-            )
         top = max(int(self._ref.max(initial=0)), int(self._pred.max(initial=0)))
         if self.structures:
             top = max(top, *self.structures)
@@ -118,22 +113,19 @@ class LiveMetrics:
         tp, ref_n, pred_n = self._total[:, list(labels)]
         m = overlap_from_counts(tp, ref_n, pred_n, empty=empty)
         voxel_ml = float(np.prod(self.spacing)) / 1000.0 if self.spacing else 0.001
-        rows = []
-        for i, (label, name) in enumerate(labels.items()):
-            t, nr, npred = int(tp[i]), int(ref_n[i]), int(pred_n[i])
-            rows.append(
-                {
-                    "label": label,
-                    "name": name,
-                    **{k: float(m[k][i]) for k in ("dice", "iou", "precision", "recall")},
-                    "volume_ref_ml": nr * voxel_ml,
-                    "volume_pred_ml": npred * voxel_ml,
-                    "tp": t,
-                    "fp": npred - t,
-                    "fn": nr - t,
-                }
-            )
-        return rows
+        return [
+            {
+                "label": label,
+                "name": name,
+                **{k: float(m[k][i]) for k in ("dice", "iou", "precision", "recall")},
+                "volume_ref_ml": int(ref_n[i]) * voxel_ml,
+                "volume_pred_ml": int(pred_n[i]) * voxel_ml,
+                "tp": int(tp[i]),
+                "fp": int(pred_n[i] - tp[i]),
+                "fn": int(ref_n[i] - tp[i]),
+            }
+            for i, (label, name) in enumerate(labels.items())
+        ]
 
     def adopt(
         self,
@@ -144,11 +136,10 @@ class LiveMetrics:
     ) -> bool:
         """Take new settings if these counts are of ``reference`` and ``prediction`` themselves.
 
-        Counts made elsewhere (the results browser counts in its worker thread) are
-        handed to the Dice panel this way: True when both arrays are the very
-        objects counted (not copies) and every structure id is counted, and then
-        ``spacing`` and ``structures`` replace the old ones. False leaves the
-        counter unchanged (count afresh).
+        How counts made elsewhere (the results browser's worker thread) reach the Dice
+        panel: True when both arrays are the very objects counted (not copies) and every
+        structure id is counted; then ``spacing`` and ``structures`` replace the old ones.
+        False leaves the counter unchanged (count afresh).
 
         Examples
         --------

@@ -7,6 +7,7 @@ exceed 1) and is not what this module computes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -87,23 +88,17 @@ def confusion_matrix(
     InvalidLabelsError
         Non-integer or negative labels, a label >= ``n_labels``, or more than 4096 labels.
     """
-    return _confusion(reference, prediction, n_labels, boxes=False)[0]
+    return confusion_and_boxes(reference, prediction, n_labels, boxes=False)[0]
 
 
 def confusion_and_boxes(
-    reference: np.ndarray, prediction: np.ndarray, n_labels: int | None = None
+    reference: np.ndarray, prediction: np.ndarray, n_labels: int | None = None, boxes: bool = True
 ) -> tuple[np.ndarray, dict[int, tuple[slice, ...]]]:
     """:func:`confusion_matrix` and ``{label: slices}``, each label's box in either map.
 
     The boxes come from :func:`scipy.ndimage.find_objects` of each slab while it is
     counted, so the volume is read once. Labels absent from both maps and 0 have none.
     """
-    return _confusion(reference, prediction, n_labels, boxes=True)
-
-
-def _confusion(
-    reference: np.ndarray, prediction: np.ndarray, n_labels: int | None, boxes: bool
-) -> tuple[np.ndarray, dict]:
     ref, pred, n = label_pair(reference, prediction, n_labels)
     if ref.ndim == 0 or ref.size == 0:
         return np.zeros((n, n), np.int64), {}
@@ -146,17 +141,12 @@ def _union_boxes(found: list[list], ndim: int) -> dict[int, tuple[slice, ...]]:
     return out
 
 
-def count_threads() -> int:
-    import os
-
-    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2))
-
-
 def map_threads(work, items: Sequence) -> list:
-    """``[work(i) for i in items]``, in :func:`count_threads` threads when there are several."""
+    """``[work(i) for i in items]``, in up to 8 threads (the CPUs this process may use)."""
     if len(items) < 2:
         return [work(i) for i in items]
-    with ThreadPoolExecutor(max_workers=count_threads()) as pool:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2
+    with ThreadPoolExecutor(max_workers=max(1, min(8, cpus))) as pool:
         return list(pool.map(work, items))
 
 

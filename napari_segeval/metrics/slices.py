@@ -1,9 +1,6 @@
-"""Per-slice counts and per-slice Dice along any axis, in one pass; which slice fails.
+"""Per-slice counts and Dice along any axis in one pass, and which slice fails.
 
-:func:`worst_slice` (the Dice panel's *Worst slice*, the Results panel) and
-:func:`largest_failing_slice` (where ``segeval demo --correct`` corrects) are defined
-once here; the slice a simulated correction targets is
-:func:`napari_segeval.prompts.correction.most_wrong_slice`.
+A simulated correction's slice: :func:`~napari_segeval.prompts.correction.most_wrong_slice`.
 """
 
 from __future__ import annotations
@@ -21,10 +18,7 @@ from napari_segeval.metrics.overlap import (
 
 
 def slice_counts(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
-    """(3, n) counts of one slice (or region): true positives, reference, predicted.
-
-    Background-background voxels are skipped and added back from the region size.
-    """
+    """(3, n) counts of one slice (or region): true positives, reference, predicted."""
     r = np.ascontiguousarray(ref).reshape(-1)
     p = np.ascontiguousarray(pred).reshape(-1)
     fg = (r != 0) | (p != 0)
@@ -58,9 +52,7 @@ def per_slice_counts(
 
 
 def dice_from_counts(counts: np.ndarray, empty: str = "nan") -> np.ndarray:
-    """Dice from (..., 3, n) counts (:func:`~napari_segeval.metrics.overlap.overlap_from_counts`).
-
-    ``empty`` is the value where the structure is absent from both maps.
+    """Dice from (..., 3, n) counts, ``empty`` where a structure is in neither map.
 
     Examples
     --------
@@ -144,11 +136,8 @@ def worst_slice_from_counts(counts: np.ndarray) -> int | None:
 def worst_slice(
     reference: np.ndarray, prediction: np.ndarray, label: int, axis: int = 0
 ) -> int | None:
-    """The slice along ``axis`` where structure ``label`` fares worst.
-
-    The rule is :func:`worst_slice_from_counts`'s: lowest Dice, ties broken by the
-    most wrong voxels, slices without the structure in either map skipped. None
-    for 2D arrays and for a structure in neither map.
+    """The slice along ``axis`` where structure ``label`` fares worst
+    (:func:`worst_slice_from_counts`); None for 2D arrays and a structure in neither map.
     """
     if np.ndim(reference) < 3:
         return None
@@ -178,12 +167,8 @@ def largest_failing_slice(
     ----------
     reference, prediction : numpy.ndarray
         Label maps of one shape (a 2D image as one slice, ``(1, H, W)``).
-    label : int
-        The structure.
     below : float
         Slice Dice under which a slice counts as badly wrong.
-    axis : int
-        Slicing axis.
 
     Returns
     -------

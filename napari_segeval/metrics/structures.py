@@ -1,7 +1,5 @@
-"""Which structures of a case are scored: the named ones and every other id present.
-
-One rule for ``segeval metrics``, the promptable protocols and the uncertainty
-features: an id present and named by nothing is scored as ``"label N"``.
+"""Which structures of a case are scored: the named ones and every other id present
+(``"label N"``), one rule for ``segeval metrics``, the protocols and the uncertainty features.
 """
 
 from __future__ import annotations
@@ -19,12 +17,10 @@ def structures_to_score(names: Mapping[int, str] | None, *label_maps: np.ndarray
     Parameters
     ----------
     names : mapping of int to str, optional
-        The structures something names (a dataset.json's labels, a colour table);
-        they are all scored, present or not (a named structure absent from every map
-        is a row of its own: absent, not forgotten). None or empty: nothing is named.
+        The structures something names (a dataset.json's labels, a colour table); all
+        are scored, present or not (absent, not forgotten).
     *label_maps : numpy.ndarray
-        The label maps the ids are looked for in (the reference; for two maps to
-        compare, both).
+        The label maps the ids are looked for in (the reference; for two maps, both).
 
     Returns
     -------

@@ -1,20 +1,7 @@
-"""Surface metrics from surface elements: HD, HD95, ASSD and NSD in mm.
+"""Surface metrics from surface elements (surfels): HD, HD95, ASSD and NSD in mm.
 
-Definitions follow DeepMind's ``surface-distance`` (Nikolov et al. 2018): a mask's
-surface is made of *surfels*, one per grid corner whose 2x2x2 (2D: 2x2) neighbourhood
-holds both inside and outside voxels, each weighted by the area (length) of its
-marching-cubes surface (:mod:`._surfel_tables`); a surfel's distance is the Euclidean
-distance in mm to the nearest surfel point of the other mask. NSD at ``tau`` is the
-area of both surfaces within ``tau`` of the other over the total area; HD95 is the
-maximum of the two directed, area-weighted 95th percentiles; HD the largest distance;
-ASSD the area-weighted mean of both directions pooled.
-
-MONAI's HD95 uses the edge voxels themselves, unweighted, with ``np.percentile``
-(close, not equal); medpy and seg-metrics pool both directions into one unweighted
-percentile (smaller in general). The distances come from a banded search with a k-d
-tree fallback (:mod:`._border_search`), exact as a Euclidean distance transform of
-the border image; :func:`surface_metrics` never sorts them (the search ranks them for
-:func:`weighted_percentile`).
+DeepMind's ``surface-distance`` definitions (Nikolov et al. 2018), area-weighted; how they
+differ from MONAI's, medpy's and seg-metrics': docs/design.md, "Surface metrics".
 """
 
 from __future__ import annotations
@@ -25,16 +12,12 @@ import numpy as np
 
 from napari_segeval._errors import GeometryMismatchError, InvalidLabelsError
 from napari_segeval.metrics import _border_search as _search
-from napari_segeval.metrics._surfel_tables import (
-    contour_length_table_2d,
-    surfel_area_table_3d,
-)
+from napari_segeval.metrics._surfel_tables import contour_length_table_2d, surfel_area_table_3d
 from napari_segeval.metrics.overlap import empty_value
 
 
 def bounding_box(mask: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
-    """Slices of the smallest box holding all non-zero voxels, grown by ``margin`` (clipped).
-
+    """Slices of the smallest box holding all non-zero voxels, grown by ``margin`` (clipped);
     None when the mask is empty.
 
     Examples
@@ -59,42 +42,29 @@ def bounding_box(mask: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
 
 
 def neighbour_codes(mask: np.ndarray) -> np.ndarray:
-    """Neighbourhood code of every grid corner of a mask (uint8).
+    """Neighbourhood code (uint8) of every grid corner: one more element than ``mask`` per axis.
 
-    The output has one more element than ``mask`` on every axis: element ``p``
-    encodes the 2x2x2 (2D: 2x2) block of voxels ``p - 1 .. p`` (outside the array
-    counts as background), bit ``4*(1-o0) + 2*(1-o1) + (1-o2)`` for the voxel at
-    offset ``o``, the encoding of DeepMind's ``surface-distance``.
+    Element ``p`` encodes voxels ``p - 1 .. p`` (outside counts as background), bit
+    ``4*(1-o0) + 2*(1-o1) + (1-o2)`` for offset ``o`` (DeepMind's encoding).
     """
     return _search.padded_codes(np.asarray(mask), (0,) * np.ndim(mask))
 
 
-def _area_table(spacing: Sequence[float]) -> np.ndarray:
-    s = [float(v) for v in spacing]
-    if len(s) == 3:
-        return surfel_area_table_3d((s[0], s[1], s[2]))
-    return contour_length_table_2d((s[0], s[1]))
-
-
 def _directions(ref: np.ndarray, pred: np.ndarray, sp: np.ndarray) -> list[tuple] | None:
-    """Per direction (ref to pred, pred to ref): unsorted distances, ranks, rank values, areas.
-
-    None when both masks are empty.
+    """Per direction (ref to pred, pred to ref): distances, ranks, rank values, areas; None
+    when both masks are empty.
     """
     box = bounding_box(ref | pred)
     if box is None:
         return None
-    table = _area_table(tuple(sp))
+    table = (surfel_area_table_3d if sp.size == 3 else contour_length_table_2d)(sp)
     pad = _search.window(sp)
-    codes_r = _search.padded_codes(ref[box], pad)
-    codes_p = _search.padded_codes(pred[box], pad)
-    grid_r, idx_r = _search.border(codes_r)
-    grid_p, idx_p = _search.border(codes_p)
-    area_r, area_p = table[codes_r.reshape(-1)[idx_r]], table[codes_p.reshape(-1)[idx_p]]
-    del codes_r, codes_p
+    codes = [_search.padded_codes(m[box], pad) for m in (ref, pred)]
+    borders = [_search.border(c) for c in codes]
+    areas = [table[c.reshape(-1)[idx]] for c, (_, idx) in zip(codes, borders)]
+    del codes
     out = []
-    pairs = ((idx_r, area_r, grid_p, idx_p), (idx_p, area_p, grid_r, idx_r))
-    for idx_a, area_a, grid_b, idx_b in pairs:
+    for (_, idx_a), area_a, (grid_b, idx_b) in zip(borders, areas, borders[::-1]):
         if idx_b.size == 0 or idx_a.size == 0:
             n = idx_a.size
             out.append((np.full(n, np.inf), np.zeros(n, np.int64), np.full(1, np.inf), area_a))
@@ -183,10 +153,8 @@ def surface_metrics(
 
     Notes
     -----
-    NSD and HD95 equal DeepMind's ``compute_surface_dice_at_tolerance`` and
-    ``compute_robust_hausdorff`` (tested to 1e-9 and 1e-6). MONAI's HD95 uses
-    unweighted edge voxels and is close but not equal; medpy/seg-metrics pool both
-    directions into one percentile.
+    NSD and HD95 equal DeepMind's (tested to 1e-9 and 1e-6); MONAI's HD95 is close, not
+    equal (docs/design.md, "Surface metrics").
     """
     empty_value(empty)  # checks it
     ref, pred, sp = _check(reference_mask, prediction_mask, spacing)
@@ -211,15 +179,11 @@ def surface_metrics(
 def weighted_percentile(
     ranks: np.ndarray, values: np.ndarray, areas: np.ndarray, percent: float
 ) -> float:
-    """Area-weighted percentile of ranked distances (DeepMind's rule), without sorting.
+    """Area-weighted percentile of the distances ``values[ranks]`` (DeepMind's rule), unsorted.
 
-    Distances are given as ``values[ranks]``, where ``ranks`` increase with the
-    distance (equal distances may have different ranks, as long as every rank
-    between them holds that distance too). In sorted order, the result is the
-    first distance whose cumulative area fraction reaches ``percent / 100``
-    (DeepMind's ``compute_robust_hausdorff``); areas (the weights) are summed per rank.
-    Sorted distances are the special case ``ranks = arange(n)``, ``values = distances``.
-    inf when there are no surfels.
+    ``ranks`` increase with the distance (:func:`~._border_search.nearest`); the result is
+    the first distance whose cumulative area fraction reaches ``percent / 100``; inf without
+    surfels. Sorted distances: ``ranks = arange(n)``, ``values = distances``.
     """
     if ranks.size == 0:
         return float("inf")

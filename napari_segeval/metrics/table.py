@@ -9,11 +9,7 @@ import numpy as np
 
 from napari_segeval._names import unnamed_structures
 from napari_segeval.metrics.catalog import STRUCTURE_METRICS
-from napari_segeval.metrics.overlap import (
-    confusion_and_boxes,
-    confusion_matrix,
-    overlap_from_confusion,
-)
+from napari_segeval.metrics.overlap import confusion_and_boxes, overlap_from_confusion
 from napari_segeval.metrics.surface import surface_metrics
 
 #: Keys of one structure row, in order: the one definition, used by
@@ -63,10 +59,8 @@ def structure_table(
     if structures is not None:
         labels = {int(k): str(v) for k, v in structures.items()}
         n = max(int(reference.max(initial=0)), int(prediction.max(initial=0)), *labels) + 1
-    if surface:  # the boxes of the surface crops come from the counting pass
-        cm, boxes = confusion_and_boxes(reference, prediction, n)
-    else:
-        cm, boxes = confusion_matrix(reference, prediction, n), {}
+    # the boxes of the surface crops come from the counting pass
+    cm, boxes = confusion_and_boxes(reference, prediction, n, boxes=surface)
     if structures is None:
         present = np.flatnonzero((cm.sum(axis=0) + cm.sum(axis=1)) > 0)
         labels = unnamed_structures(int(v) for v in present)
