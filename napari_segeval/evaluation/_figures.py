@@ -165,14 +165,3 @@ def curves_uri(
     if curves:
         ax.legend(fontsize=7, loc="lower right")
     return _figure_uri(fig, ax, ylabel, title, xlabel)
-
-
-__all__ = [
-    "PALETTE",
-    "boxplot_uri",
-    "curves_uri",
-    "have_matplotlib",
-    "overlay",
-    "png_data_uri",
-    "scatter_uri",
-]

@@ -1,8 +1,6 @@
 """Layouts of 2D and echo data sets: CAMUS, ISIC 2018 task 1, NeoPolyp, generic pairs.
 
-Patient groups (``CaseSpec.group``) come from what each data set publishes: CAMUS names
-the patient in every file; ISIC only through an ISIC Archive metadata CSV in the folder
-(:func:`isic_groups`); NeoPolyp not at all (each image is its own group).
+Patient groups come from what each data set publishes (docs/design.md, "Data-set layouts").
 """
 
 from __future__ import annotations
@@ -231,14 +229,3 @@ def _label_for(root: Path, image: Path, pattern: str) -> Path | None:
         matches = sorted(_glob.glob(str(target)), key=natural_key)
         return Path(matches[0]) if matches else None
     return target if target.is_file() else None
-
-
-__all__ = [
-    "camus_pairs",
-    "isic_groups",
-    "neopolyp_pairs",
-    "parse_camus",
-    "parse_generic",
-    "parse_isic",
-    "parse_neopolyp",
-]

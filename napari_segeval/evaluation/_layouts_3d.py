@@ -1,13 +1,5 @@
-"""Layouts of published 3D data sets, parsed by names only (no image is read):
-
-* **LiTS**: ``volume-N`` + ``segmentation-N`` anywhere below (131, ``train``) and
-  ``test-volume-N`` (70, ``test``, labels unreleased; a ``test-segmentation-N`` is used).
-* **KiTS23**: ``case_XXXXX/imaging`` + ``segmentation`` (489, ``train``; test private).
-* **WORD**: ``images{Tr,Val,Ts}``/``labels{Tr,Val,Ts}`` (100/20/30).
-* **FeTA 2022** (BIDS): ``sub-XXX/anat/..._rec-REC_T2w`` + ``_dseg`` (120, ``train``).
-* **TotalSegmentator**: ``sXXXX/ct`` with one mask per structure in ``segmentations/``,
-  merged when read; split from ``meta.csv``; ids from a ``dataset.json`` ``labels``
-  table, else the alphabetical order of every structure name in the data set.
+"""Layouts of published 3D data sets (LiTS, KiTS23, WORD, FeTA 2022, TotalSegmentator),
+parsed by names only; what each holds: docs/design.md, "Data-set layouts".
 """
 
 from __future__ import annotations
@@ -243,20 +235,3 @@ def read_structure_case(
     case.labels_path = Path(folder)
     case.structures = dict(structures)
     return case
-
-
-__all__ = [
-    "FETA_STRUCTURES",
-    "KITS_STRUCTURES",
-    "LITS_STRUCTURES",
-    "PARSERS",
-    "WORD_STRUCTURES",
-    "detect_3d",
-    "parse_feta",
-    "parse_kits23",
-    "parse_lits",
-    "parse_totalsegmentator",
-    "parse_word",
-    "read_structure_case",
-    "read_structure_folder",
-]

@@ -139,13 +139,7 @@ def spec_maker(
 
 
 def inside(root: str | Path, relative: str) -> Path:
-    """Join ``relative`` to ``root``, refusing absolute paths and ``..`` escapes (lexically).
-
-    Raises
-    ------
-    SegEvalError
-        The path leaves the data-set folder.
-    """
+    """Join ``relative`` to ``root``; SegEvalError for an absolute path or a ``..`` escape."""
     root_n = os.path.normpath(os.path.abspath(root))
     rel = str(relative).replace("\\", "/")
     joined = os.path.normpath(os.path.join(root_n, rel))

@@ -1,7 +1,6 @@
 """Prediction files of a results folder: ``DIR/predictions/<safe case id>/<safe key>.<ext>``.
 
-The worker running a case encodes each array into its file's bytes (:func:`encode_arrays`);
-the calling process, the folder's one writer, writes them before the case record.
+Workers encode them (:func:`encode_arrays`); the folder's one writer writes them.
 """
 
 from __future__ import annotations
@@ -24,9 +23,7 @@ def relative_path(case_id: str, key: str | PredictionKey, ext: str) -> str:
 
 
 def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:
-    """A case's arrays (a protocol's CaseArrays) as file contents ``{key: (relative path,
-    bytes)}``, written with the source geometry in the source's format.
-    """
+    """A case's CaseArrays as ``{key: (relative path, bytes)}``, in the source's format."""
     from napari_segeval.io import write_image, write_labels
     from napari_segeval.io._formats import output_formats
 

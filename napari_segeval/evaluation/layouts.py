@@ -1,8 +1,5 @@
-"""Data-set layouts: turn a folder into a list of :class:`CaseSpec` records.
-
-One parser per layout (:data:`LAYOUTS`) and :func:`detect_layout` to pick one. Parsers
-only look at names (no image is read); a path a ``dataset.json`` or splits file names
-outside the data-set folder becomes a case whose ``error`` says so.
+"""Data-set layouts: one parser per layout (:data:`LAYOUTS`) turns a folder into
+:class:`CaseSpec` records by names only; :func:`detect_layout` picks one.
 """
 
 from __future__ import annotations
@@ -22,10 +19,8 @@ LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", *PARSERS)
 
 
 def channel_meta(dataset_json: dict) -> dict:
-    """``{"channel_names": [...]}`` when ``dataset.json`` names several image channels, else ``{}``.
-
-    A case of such a data set is one multi-channel volume (one file per channel, or one 4D
-    file: MSD BrainTumour); without this entry a 4D file is a time series.
+    """``{"channel_names": [...]}`` when ``dataset.json`` names several image channels, else ``{}``
+    (then a 4D file is one multi-channel volume, as MSD BrainTumour's, not a time series).
     """
     from napari_segeval.io._dataset_json import dataset_channels
 

@@ -1,8 +1,7 @@
-"""One case of a results folder read for browsing: its files, in parallel, with its counts.
+"""One case of a results folder read for browsing: its files in a thread pool, with counts.
 
-Files are read in a thread pool; of an attack's two float images only the perturbation is
-read and the perturbed image computed as the attack did (bit for bit the saved file); the
-Dice panel's overlap counters are made while the float images still inflate.
+Of an attack's two float images only the perturbation is read; the perturbed image is
+computed as the attack did (bit for bit the saved file).
 """
 
 from __future__ import annotations

@@ -184,7 +184,7 @@ class ResultsFolder:
 
     @property
     def has_rounds(self) -> bool:
-        """Whether the run has correction rounds (:func:`~napari_segeval.evaluation.protocols.run_has_rounds`)."""
+        """Whether the run has correction rounds."""
         from napari_segeval.evaluation.protocols import run_has_rounds
 
         return run_has_rounds(self.run)
@@ -213,8 +213,8 @@ class ResultsFolder:
     def case_risks(
         self, case_id: str, condition: str = CLEAN, model: str | None = None
     ) -> dict[int, Any]:
-        """Each structure's (by label) StructureRisk of one prediction of ``case_id``; empty without
-        risks, and for the rounds after the first (their slices are not recorded).
+        """StructureRisk by label of one prediction of ``case_id``; empty without risks, and for
+        the rounds after the first (their slices are not recorded).
         """
         from napari_segeval.evaluation.triage import structure_risks
 
@@ -259,9 +259,8 @@ class ResultsFolder:
     def check_files(
         self, case_id: str, focus: str | PredictionKey | None = None
     ) -> dict[str, Path]:
-        """Paths a load of the case reads (``image``, ``reference``, file keys; of the focus's
-        float images only the one :meth:`load` reads); raises MissingFilesError listing every
-        missing one.
+        """Paths :meth:`load` reads (:func:`~.loaded.case_paths`; MissingFilesError lists every
+        missing one).
         """
         record = self._record(case_id)
         channel = self.params.image_channel()

@@ -1,8 +1,4 @@
-"""The correction rounds of one case of an ``interactive`` run, for browsing them.
-
-:func:`case_rounds` gathers, for one case, condition and structure, each round's
-prediction key, Dice, the prompts added in it and every prompt given so far.
-"""
+"""The correction rounds of one structure of an ``interactive`` run's case, for browsing."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Run a protocol over a data set: inline, a local process pool or a Dask cluster, resumable.
 
-Each case runs in :func:`evaluate_case` (top-level, so spawned and Dask workers can import
-it); records come back to this process and are written as they arrive. By default one
-worker per visible GPU, each seeing only its own (``CUDA_VISIBLE_DEVICES``).
+Cases run in :func:`evaluate_case` (top-level: spawned and Dask workers import it); this
+process writes the records as they arrive.
 """
 
 from __future__ import annotations
@@ -135,12 +134,10 @@ def _encode(record: dict, case_id: str, arrays) -> None:
 
 
 def _gpu_count() -> int:
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
+    try:
+        import torch
+    except ImportError:
         return 0
-    import torch
-
     return int(torch.cuda.device_count())
 
 

@@ -1,8 +1,4 @@
-"""Protocol aggregations over result rows, built on :mod:`napari_segeval.metrics.aggregate`.
-
-Every function takes the ok rows of a run (dicts with ``case``, ``structure``,
-``condition`` and metric columns) and returns plain JSON-able dicts.
-"""
+"""Protocol aggregations of a run's ok result rows into plain JSON-able dicts."""
 
 from __future__ import annotations
 
