@@ -147,11 +147,8 @@ def isic_groups(root: str | Path) -> dict[str, str]:
 
 
 def parse_isic(root: str | Path) -> list[CaseSpec]:
-    """ISIC 2018 task 1: ``ISIC_XXXXXXX.jpg`` with ``ISIC_XXXXXXX_segmentation.png``.
-
-    Images and masks may share a folder or sit in the official ``*_Input`` /
-    ``*_GroundTruth`` folders; the split comes from the folder names; ``*_superpixels.png``
-    files are not cases; ``group`` comes from :func:`isic_groups`.
+    """ISIC 2018 task 1: ``ISIC_XXXXXXX.jpg`` with ``ISIC_XXXXXXX_segmentation.png`` in one folder
+    or the official ``*_Input`` / ``*_GroundTruth`` ones; the split from the folder names.
     """
     root = Path(root)
     files = _all_files(root)

@@ -210,16 +210,11 @@ def fold_tables(results: dict) -> str:
         return ""
 
     def rows(block: dict, names: dict) -> str:
-        avg = {m: block[m]["average"] for m in ("dice", "iou", "recall", "precision") if m in block}
-        body = [
-            [
-                names.get(m, m),
-                a.get("mean"),
-                a.get("std"),
-                ", ".join(f"{v:.2f}" for v in a.get("folds") or []),
-            ]
-            for m, a in avg.items()
-        ]
+        body = []
+        for m in (m for m in ("dice", "iou", "recall", "precision") if m in block):
+            a = block[m]["average"]
+            folds = ", ".join(f"{v:.2f}" for v in a.get("folds") or [])
+            body.append([names.get(m, m), a.get("mean"), a.get("std"), folds])
         return table(["metric", "mean %", "std %", "folds %"], body, sortable=False)
 
     parts = [
@@ -336,18 +331,11 @@ def worklist_section(rows: list[dict], slices: list[dict], n: int = 20) -> list[
     items = rank(rows, slices)
     if not items:
         return []
-    body = [
-        [
-            w.case,
-            w.structure,
-            w.model or "",
-            w.condition,
-            w.risk,
-            "no reference" if math.isnan(w.dice) else w.dice,
-            "; ".join(f"{f.slice}: {', '.join(x.value for x in f.flags)}" for f in w.flagged[:3]),
-        ]
-        for w in items[:n]
-    ]
+    body = []
+    for w in items[:n]:
+        why = "; ".join(f"{f.slice}: {', '.join(x.value for x in f.flags)}" for f in w.flagged[:3])
+        dice = "no reference" if math.isnan(w.dice) else w.dice
+        body.append([w.case, w.structure, w.model or "", w.condition, w.risk, dice, why])
     return [
         "<h2>Worklist</h2><p>The structures most likely to be wrong, from the model's own "
         "signals (no reference needed; <code>segeval triage</code> lists them all), with "

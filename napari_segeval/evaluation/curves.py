@@ -29,17 +29,13 @@ def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]
 
 
 def curve_area(curve: Sequence[float]) -> float:
-    """Area under Dice against round (trapezoid) divided by the number of rounds (round 0's
-    Dice without correction rounds).
-    """
+    """Area under Dice against round (trapezoid) over the number of rounds (0: round 0's Dice)."""
     a = np.asarray(curve, float)
     return float(a[0]) if a.size == 1 else float(((a[1:] + a[:-1]) / 2).sum() / (a.size - 1))
 
 
 def rounds_to_reach(curve: Sequence[float], target: float = 0.9) -> int:
-    """NoI: the first round whose Dice is at least ``target``; ``len(curve)`` (the cap)
-    when none reaches it.
-    """
+    """NoI: the first round whose Dice is at least ``target``; ``len(curve)`` when none is."""
     return next((k for k, d in enumerate(curve) if as_float(d) >= target), len(curve))
 
 
@@ -77,11 +73,7 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
                 {"round": k, **_quartiles(v[k] for v in mine.values())} for k in range(rounds + 1)
             ],
             "auc": _quartiles(curve_area(v) for v in mine.values()),
-            "noi": {
-                "mean": float(np.mean(noi)),
-                "median": float(np.median(noi)),
-                "cap": rounds + 1,
-            },
+            "noi": dict(mean=float(np.mean(noi)), median=float(np.median(noi)), cap=rounds + 1),
             "reached": float(np.mean([n <= rounds for n in noi])),
             "falls": float(
                 np.mean([bool(np.any(np.diff(np.asarray(v, float)) < 0)) for v in mine.values()])

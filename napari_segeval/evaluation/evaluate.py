@@ -1,4 +1,4 @@
-"""One call to evaluate a data set: :func:`run_evaluation`, and :func:`finalize` to rebuild outputs."""
+"""One call to evaluate a data set: :func:`run_evaluation`; :func:`finalize` rebuilds outputs."""
 
 from __future__ import annotations
 
@@ -138,7 +138,6 @@ def run_evaluation(
         scheduler=scheduler,
         progress=progress,
         cancel=cancel,
-        total=len(chosen),
         done=done,
         save_files=save_predictions,
     )

@@ -319,25 +319,18 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         parts.append(fold_tables(results))
         parts += robust_section(results)
         if results.get("budget"):
+            budget = [[c, b["eps"], _raw_budget(b)] for c, b in results["budget"].items()]
             parts += [
-                (
-                    "<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
-                    "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>"
-                ),
-                table(
-                    ["condition", "eps (normalized)", "eps (raw)"],
-                    [[c, b["eps"], _raw_budget(b)] for c, b in results["budget"].items()],
-                ),
+                "<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
+                "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>",
+                table(["condition", "eps (normalized)", "eps (raw)"], budget),
             ]
-        headers, body = _pivot(rows, {r["case"]: r for r in records})
         parts += [
-            (
-                "<h2>Per case</h2><p>Click a column header to sort. The files column links "
-                "each case's saved predictions (att.N: the N-th attack, img: its perturbed "
-                "image, &delta;: the perturbation); open the whole folder in napari to "
-                "browse them.</p>"
-            ),
-            table(headers, body),
+            "<h2>Per case</h2><p>Click a column header to sort. The files column links "
+            "each case's saved predictions (att.N: the N-th attack, img: its perturbed "
+            "image, &delta;: the perturbation); open the whole folder in napari to "
+            "browse them.</p>",
+            table(*_pivot(rows, {r["case"]: r for r in records})),
         ]
         parts += _worst_section(out, rows, worst)
     if failed:

@@ -57,13 +57,7 @@ class ResultsFolder:
 
     It checks every file of a case before reading any, finds a moved data set
     (:meth:`remap_data`) and saves corrections beside the results, never over a file.
-
-    Raises
-    ------
-    ResultsFolderError
-        Not a results folder, unreadable, or holding no case list yet.
-    NewerResultsError
-        Written by a protocol (version) this installation does not know.
+    NewerResultsError for a protocol (version) this installation does not know.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
@@ -123,12 +117,9 @@ class ResultsFolder:
         return [c for c, r in self.records.items() if r.get("status") != "ok"]
 
     def rows(self) -> list[dict]:
-        """One row per case x structure x condition of the finished ok cases.
-
-        Keys: the identifiers (``key``: the prediction's
-        :class:`~napari_segeval.evaluation.keys.PredictionKey`), the floats of :data:`METRICS`
-        (NaN when missing; ``delta_dice`` = attacked - clean Dice of the same case, structure,
-        model and round) and ``absent`` (:func:`~napari_segeval.evaluation.summary.is_absent`).
+        """One row per case x structure x condition of the finished ok cases: the identifiers
+        (``key``: a PredictionKey), the floats of :data:`METRICS` (``delta_dice``: attacked -
+        clean Dice of the same case, structure, model and round) and ``absent``.
         """
         from napari_segeval.evaluation.summary import is_absent
 
@@ -276,10 +267,8 @@ class ResultsFolder:
     ) -> LoadedCase:
         """Read a case with its saved files, all checked against the image's grid.
 
-        ``focus``: the prediction in focus, an attack's (its perturbed image and perturbation
-        load) or another model's (default: the first attack); ``progress(done, total)`` per file
-        read; ``cancel`` (an Event) stops between files. Raises MissingFilesError,
-        ResultsFolderError, or SegEvalError for a file off the image's grid.
+        ``focus``: the prediction in focus (an attack's loads its float images; default: the
+        first attack); ``progress(done, total)`` per file; ``cancel`` stops between files.
         """
         paths, files = self.check_files(case_id, focus), self.records[case_id].get("files") or {}
         spec, channel = self.spec(case_id), self.params.image_channel()

@@ -113,9 +113,7 @@ def _run(protocol: Protocol, s: CaseSpec, params: Any):
 
 
 def release_device_memory() -> bool:
-    """Return cached GPU memory to the driver between cases; ``True`` when it did (never
-    when torch is not imported or CUDA never initialised).
-    """
+    """Return cached GPU memory to the driver between cases; False without an initialised CUDA."""
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return False
@@ -149,9 +147,7 @@ def default_workers(n_cases: int) -> tuple[int, int]:
 
 
 def gpu_for_worker(slot: int, gpus: int, visible: str | None = None) -> str:
-    """The ``CUDA_VISIBLE_DEVICES`` value of worker ``slot``: the ``slot % gpus``-th of the
-    parent's ``visible`` GPUs (round robin).
-    """
+    """Worker ``slot``'s ``CUDA_VISIBLE_DEVICES``: the ``slot % gpus``-th of ``visible`` GPUs."""
     ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else []
     i = slot % max(1, gpus)
     return ids[i] if i < len(ids) else str(i)
@@ -279,15 +275,13 @@ def execute(
     scheduler: Any = None,
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
-    total: int | None = None,
     done: int = 0,
     save_files: bool = True,
 ) -> tuple[int, int]:
-    """Evaluate ``specs`` (not yet done) and write each record; returns ``(ok, failed)``.
-
-    ``progress(done, total)`` is called before the first case and after each.
+    """Evaluate ``specs`` (the cases left after ``done`` others) and write each record; returns
+    ``(ok, failed)``. ``progress(done, total)`` is called before the first case and after each.
     """
-    total = len(specs) + done if total is None else total
+    total = len(specs) + done
     if progress is not None:
         progress(done, total)
     if scheduler is not None:

@@ -135,11 +135,8 @@ def ensure_folds(
     holdout: str | None = None,
 ) -> dict:
     """Give every case :func:`in_cross_validation` accepts a fold (the others ``None``), save
-    the assignment to ``output_dir/splits.json`` and return it.
-
-    Folds a published splits file set are kept; otherwise :func:`grouped_kfold_assignment`
-    makes them. A ``splits.json`` already there (a resumed run) is reused, so the folds never
-    change under a run.
+    them to ``output_dir/splits.json`` and return it: a published splits file's folds, else
+    :func:`grouped_kfold_assignment`'s; a ``splits.json`` already there (a resumed run) is kept.
     """
     out = Path(output_dir) / "splits.json"
     chosen = [s for s in specs if in_cross_validation(s, cv_splits, holdout)]

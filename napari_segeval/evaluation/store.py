@@ -82,9 +82,8 @@ def write_files(
 
 
 def write_case(output_dir: str | os.PathLike, record: dict) -> Path:
-    """Write one case record atomically: ``record["payload"]`` (see :func:`write_files`)
-    first, replaced by ``record["files"]``; ``record["views"]`` to ``<id>.npz``; the JSON,
-    listing the view names, last.
+    """Write one case record: ``record["payload"]`` as files (:func:`write_files`), its
+    ``views`` to ``<id>.npz``, then the JSON (listing the files and view names), each atomically.
     """
     path = case_path(output_dir, record["case"])
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,11 +168,8 @@ def clear_cases(output_dir: str | os.PathLike) -> int:
 def save_correction(
     output_dir: Path, case_id: str, name: str, labels: Any, geometry: Any, ext: str, prompts: Any
 ) -> Path:
-    """Save a corrected label map as ``DIR/corrections/<case>/<name>.<ext>``, or
-    ``<name>-2.<ext>`` ... when taken (never replaced), with the source's ``geometry``.
-
-    ``prompts`` go beside it as ``<name>[-k].prompts.json`` with the same number; the label
-    map is removed again if they cannot be written. Returns the label map's path.
+    """Save a corrected label map as ``DIR/corrections/<case>/<name>[-k].<ext>`` (never over a
+    file) with ``prompts`` beside it as ``<name>[-k].prompts.json`` (else the map is removed).
     """
     from napari_segeval.io import write_labels
     from napari_segeval.prompts.prompt_file import write_prompts

@@ -95,15 +95,12 @@ def median_iqr(rows: Sequence[Mapping]) -> dict:
     out = {}
     for m in ("dice", "nsd"):
         per_task = summarize(rows, m, by=("task",))
-        pooled, medians = (
-            summarize(rows, m, by=()),
-            summarize([{m: t["median"]} for t in per_task], m, by=()),
-        )
+        medians = [{m: t["median"]} for t in per_task]
         out[m] = {
             "per_structure": summarize(rows, m, by=("task", "structure")),
             "per_task": per_task,
-            "over_tasks": (pooled or [{}])[0],
-            "over_task_medians": (medians or [{}])[0],
+            "over_tasks": (summarize(rows, m, by=()) or [{}])[0],
+            "over_task_medians": (summarize(medians, m, by=()) or [{}])[0],
         }
     return out
 
@@ -204,13 +201,9 @@ def _per_class(classes: list[str], per: Mapping, metrics: Sequence[str]) -> dict
 def pooled_scores(
     rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS, empty: str = "one"
 ) -> dict:
-    """Metrics from pixel counts (``n_tp``, ``n_ref``, ``n_pred``) summed over ``rows``, in
-    percent.
-
-    Per class: its rows' counts summed, then
-    :func:`~napari_segeval.metrics.overlap_from_counts` (``empty`` for a class absent
-    everywhere). ``average``: the mean over classes; ``micro``: counts summed over every
-    class but ``background``.
+    """Metrics in percent from the rows' summed pixel counts (``n_tp``, ``n_ref``, ``n_pred``)
+    per class (``empty`` for a class absent everywhere), their mean over classes
+    (``average``), and of the counts of every class but ``background`` pooled (``micro``).
     """
     classes, counts = _class_counts(rows)
     if not classes:
@@ -226,10 +219,8 @@ def pooled_scores(
 
 
 def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS) -> dict:
-    """mmsegmentation's ``IoUMetric`` reading of ``rows``' pixel counts, in percent.
-
-    Per class, intersection, prediction and reference areas are summed over the rows, and
-    each ratio is NaN where its own denominator is zero over the whole set. ``average``:
+    """mmsegmentation's ``IoUMetric`` reading of ``rows``' pixel counts, in percent: per class
+    (a ratio is NaN where its own denominator is zero over the whole set), and ``average``,
     the NaN-skipping mean over classes, background included (mDice, mIoU ...).
     """
     classes, counts = _class_counts(rows)

@@ -124,10 +124,8 @@ def dense_risk_rows(
         Its softmax probabilities, ``(K, n, H, W)``.
     names
         The structures to describe, by label (one without a class gets probability 0).
-    model, condition
-        What the rows say ran.
-    reference
-        The reference label map: adds its slices and a ``dice`` per slice.
+    model, condition, reference
+        As :func:`risk_rows`.
     augmented
         Label maps of test-time augmented passes (the ``tta`` signal).
     risk_model

@@ -45,8 +45,8 @@ def structure_table(
         :func:`~napari_segeval.metrics.overlap.overlap_from_confusion` and
         :func:`~napari_segeval.metrics.surface.surface_metrics`).
     surface : bool
-        Compute hd, hd95, assd and nsd (on masks cropped to the bounding box of
-        both plus a one-voxel margin); when False those are NaN.
+        Compute hd, hd95, assd and nsd (on crops to the box of both plus one voxel);
+        when False those are NaN.
 
     Returns
     -------
