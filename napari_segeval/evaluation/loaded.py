@@ -45,11 +45,15 @@ class MissingFilesError(ReadError):
     some are data-set files that ``ResultsFolder.remap_data`` can find).
     """
 
-    def __init__(self, case_id: str, missing: list[str], data: bool, hint: str = "") -> None:
+    def __init__(self, case_id: str, missing: list[str], data: bool) -> None:
         self.case_id, self.missing, self.data = case_id, list(missing), data
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        if data:
+            hint = "data set moved? choose its new folder with 'Locate data folder'"
+        else:
+            hint = "prediction files deleted or moved out of the results folder"
         super().__init__(
-            f"case {case_id}: missing or moved files: {', '.join(missing[:3])}{more}{hint}"
+            f"case {case_id}: missing or moved files: {', '.join(missing[:3])}{more} ({hint})"
         )
 
 
@@ -78,17 +82,11 @@ def case_paths(
     files = record.get("files") or {}
     wanted = float_key(files, focus_key(files, focus))
     paths.update({k: root / rel for k, rel in files.items() if not is_image_key(k) or k == wanted})
-    data = [str(p) for k, p in paths.items() if k in ("image", "reference") and not p.exists()]
-    saved = [
-        str(p) for k, p in paths.items() if k not in ("image", "reference") and not p.is_file()
-    ]
+    own = ("image", "reference")
+    data = [str(p) for k, p in paths.items() if k in own and not p.exists()]
+    saved = [str(p) for k, p in paths.items() if k not in own and not p.is_file()]
     if data or saved:
-        hint = (
-            " (data set moved? choose its new folder with 'Locate data folder')"
-            if data
-            else " (prediction files deleted or moved out of the results folder)"
-        )
-        raise MissingFilesError(case_id, data + saved, bool(data), hint)
+        raise MissingFilesError(case_id, data + saved, bool(data))
     return paths
 
 

@@ -12,13 +12,7 @@ from napari_segeval.metrics.aggregate import (
     robust_threshold,
     summarize,
 )
-from napari_segeval.metrics.catalog import (
-    METRICS,
-    STRUCTURE_METRICS,
-    Metric,
-    as_float,
-    mean_std,
-)
+from napari_segeval.metrics.catalog import METRICS, STRUCTURE_METRICS, Metric, as_float, mean_std
 from napari_segeval.metrics.live import LiveMetrics
 from napari_segeval.metrics.overlap import (
     confusion_matrix,

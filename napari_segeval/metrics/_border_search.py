@@ -72,12 +72,9 @@ def _codes_in_plane(a: np.ndarray) -> np.ndarray:
     """Codes of the trailing axes (all but the first) of a padded uint8 slab."""
     shift = 1
     for axis in range(a.ndim - 1, 0, -1):
-        lo = [slice(None)] * a.ndim
-        hi = [slice(None)] * a.ndim
-        lo[axis] = slice(None, -1)
-        hi[axis] = slice(1, None)
-        shifted = np.left_shift(a[tuple(lo)], shift)
-        a = np.bitwise_or(shifted, a[tuple(hi)], out=shifted)
+        head = (slice(None),) * axis  # the trailing axes are whole
+        shifted = np.left_shift(a[head + (slice(None, -1),)], shift)
+        a = np.bitwise_or(shifted, a[head + (slice(1, None),)], out=shifted)
         shift *= 2
     return a
 

@@ -100,16 +100,13 @@ def per_slice_dice(
 def worst_slice_from_counts(counts: np.ndarray) -> int | None:
     """The slice where one structure fares worst, from its per-slice counts.
 
-    The rule (the one the Dice panel's *Worst slice* button and the Results
-    panel both use):
+    The rule of the Dice panel's *Worst slice* button and the Results panel:
 
-    1. slices where the structure is absent from both maps are skipped (their
-       Dice is undefined, not low); when it is absent from every slice the
-       answer is None;
+    1. slices where the structure is absent from both maps are skipped (their Dice is
+       undefined, not low); absent from every slice, the answer is None;
     2. the lowest Dice wins;
-    3. among slices of equal Dice (a structure missed on every slice scores 0 on
-       all of them) the one with the most wrong voxels (false positives + false
-       negatives) wins;
+    3. among equal Dice (a structure missed on every slice scores 0 on all) the most
+       wrong voxels (false positives + false negatives) win;
     4. among slices equal on both, the first.
 
     Parameters
@@ -155,13 +152,11 @@ def largest_failing_slice(
 ) -> int | None:
     """The largest cross-section of structure ``label`` that the prediction gets badly wrong.
 
-    What a person scrolling through a case sees first (``segeval demo --correct``
-    corrects there): among the slices along ``axis`` where the reference holds the
-    structure, the one with the most reference voxels whose slice Dice is below
-    ``below`` (ties: the first); when no slice is that bad, the reference slice with
-    the lowest Dice (ties: the first). Unlike :func:`worst_slice` it never picks a
-    slice where the structure is only predicted, and it prefers a large failure to a
-    small one of lower Dice. None when the reference does not hold the structure.
+    What a person scrolling through a case sees first (``segeval demo --correct`` corrects
+    there): among the reference's slices of the structure, the largest whose Dice is below
+    ``below``, else the one of lowest Dice (ties: the first). Unlike :func:`worst_slice` it
+    never picks a slice where the structure is only predicted, and prefers a large failure to
+    a small one of lower Dice. None when the reference does not hold the structure.
 
     Parameters
     ----------
