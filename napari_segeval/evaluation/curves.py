@@ -65,28 +65,20 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
     }
     for cond in conditions:
         mine = {k[1:]: v for k, v in curves.items() if k[0] == cond}
+        dice = np.asarray(list(mine.values()), float)  # (case x structure, round)
+        of = np.asarray([s for _, s in mine])  # each row's structure
         noi = [rounds_to_reach(v, target) for v in mine.values()]
-        names = sorted({s for _, s in mine})
         out["conditions"][cond] = {
             "n_structures": len(mine),
-            "curve": [
-                {"round": k, **_quartiles(v[k] for v in mine.values())} for k in range(rounds + 1)
-            ],
+            "curve": [{"round": k, **_quartiles(dice[:, k])} for k in range(rounds + 1)],
             "auc": _quartiles(curve_area(v) for v in mine.values()),
             "noi": dict(mean=float(np.mean(noi)), median=float(np.median(noi)), cap=rounds + 1),
             "reached": float(np.mean([n <= rounds for n in noi])),
-            "falls": float(
-                np.mean([bool(np.any(np.diff(np.asarray(v, float)) < 0)) for v in mine.values()])
-            ),
-            "falls_per_round": [
-                float(np.mean([v[k + 1] < v[k] for v in mine.values()])) for k in range(rounds)
-            ],
+            "falls": float(np.any(np.diff(dice, axis=1) < 0, axis=1).mean()),
+            "falls_per_round": [float(f) for f in (dice[:, 1:] < dice[:, :-1]).mean(axis=0)],
             "per_structure": {
-                s: [
-                    _quartiles(v[k] for (_, name), v in mine.items() if name == s)["median"]
-                    for k in range(rounds + 1)
-                ]
-                for s in names
+                s: [_quartiles(dice[of == s, k])["median"] for k in range(rounds + 1)]
+                for s in sorted({s for _, s in mine})
             },
         }
     return out
