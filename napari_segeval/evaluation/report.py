@@ -134,9 +134,9 @@ def file_links(files: dict | None, keys: list[PredictionKey], error: str | None 
     return Markup(" ".join(parts))
 
 
-def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], list[list]]:
-    """Per case x structure: each condition's Dice and drop (and NSD/HD95 if any); with
-    ``records``, a last column linking the case's saved files.
+def _pivot(rows: list[dict], records: dict) -> tuple[list[str], list[list]]:
+    """Per case x structure: each condition's Dice and drop (and NSD/HD95 if any), and a last
+    column linking the case's saved files (from its record in ``records``).
     """
     conds, keys = conditions(rows), prediction_keys(rows)
     cells: dict[tuple, dict] = {}
@@ -144,20 +144,14 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
         cells.setdefault((r["case"], r["structure"]), {})[r["condition"]] = r
     extra = [m for m in ("nsd", "hd95") if any(not math.isnan(as_float(r.get(m))) for r in rows)]
     headers = ["case", "structure"] + [f"dice {c}" for c in conds]
-    headers += [f"drop {c}" for c in conds[1:]] + [f"{m} {conds[0]}" for m in extra]
-    if records is not None:
-        headers.append("files")
+    headers += [f"drop {c}" for c in conds[1:]] + [f"{m} {conds[0]}" for m in extra] + ["files"]
     out = []
     for (case, structure), by in sorted(cells.items()):
         d = [as_float(by[c]["dice"]) if c in by else math.nan for c in conds]
-        first = by.get(conds[0], {})
+        first, rec = by.get(conds[0], {}), records.get(case, {})
         row = [case, structure, *d, *[d[0] - x for x in d[1:]]]
         row += [as_float(first.get(m)) for m in extra]
-        if records is not None:
-            rec = records.get(case, {})
-            row.append(
-                file_links(rec.get("files"), [keys[c] for c in conds], rec.get("files_error"))
-            )
+        row.append(file_links(rec.get("files"), [keys[c] for c in conds], rec.get("files_error")))
         out.append(row)
     return headers, out
 
