@@ -7,6 +7,7 @@ process writes the records as they arrive.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import sys
@@ -173,10 +174,7 @@ def _error_record(protocol, s: CaseSpec, reason: str) -> dict:
 
 def _fill(ex, feed, in_flight: dict, limit: int, protocol, params, save) -> None:
     """Submit cases from ``feed`` until ``limit`` are in flight."""
-    while len(in_flight) < limit:
-        s = next(feed, None)
-        if s is None:
-            return
+    for s in itertools.islice(feed, max(0, limit - len(in_flight))):
         in_flight[ex.submit(evaluate_case, protocol, s.to_dict(), params, save)] = s
 
 
