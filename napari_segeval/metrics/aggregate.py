@@ -60,8 +60,7 @@ class ResultsTable:
         with atomic_open(path, "w", overwrite=overwrite, newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=cols, restval="")
             writer.writeheader()
-            for row in self.rows:
-                writer.writerow({k: _fmt(row.get(k, "")) for k in cols})
+            writer.writerows({k: _fmt(row.get(k, "")) for k in cols} for row in self.rows)
         return path
 
     @classmethod
