@@ -57,7 +57,7 @@ class ResultsFolder:
 
     It checks every file of a case before reading any, finds a moved data set
     (:meth:`remap_data`) and saves corrections beside the results, never over a file.
-    NewerResultsError for a protocol (version) this installation does not know.
+    ResultsFolderError: not a usable results folder; NewerResultsError: an unknown protocol.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
