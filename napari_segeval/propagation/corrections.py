@@ -1,12 +1,6 @@
-"""Corrections: prompts that refine a structure's result instead of starting it again.
-
-For a volume and a backend whose capabilities name a correction rule, a structure's
-round 0 (:func:`round0_length`) propagates as always; every later prompt is a correction:
-the backend's ``correct`` returns the slices it changes, every other slice keeps its
-probabilities and mask, and the largest component is taken again beside the components
-of :func:`kept_voxels`. Videos, gradients, per-slice priors and rule ``NONE`` (MedSAM2,
-the threshold model) propagate the whole set at once. The result is a function of the set
-alone (``docs/design.md``, "Correction rounds").
+"""Corrections: prompts after a structure's round 0 (:func:`round0_length`) that refine its
+result on the slices the backend's ``correct`` returns (``docs/design.md``, "Correction
+rounds"); videos, gradients, priors and rule ``NONE`` propagate the whole set at once.
 """
 
 from __future__ import annotations

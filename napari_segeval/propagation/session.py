@@ -1,10 +1,5 @@
-"""A case being segmented and corrected: frames, prompts and results kept between runs.
-
-A :class:`PropagationSession` preprocesses the case once, keeps the backend's cache for
-it, re-propagates only the structures whose prompts changed, and applies only new
-corrections to a kept result (:mod:`~.corrections`). A re-propagation equals
-:func:`~.core.propagate_case` with the session's prompts.
-"""
+"""A case being segmented and corrected: frames, prompts and results kept between runs, only
+changed structures re-propagated (``docs/design.md``, "Correction rounds")."""
 
 from __future__ import annotations
 

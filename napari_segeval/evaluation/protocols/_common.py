@@ -107,15 +107,8 @@ def score(
         raise SegEvalError(
             f"prediction shape {prediction.shape} differs from the reference {reference.shape}"
         )
-    rows = structure_table(
-        reference,
-        prediction,
-        spacing,
-        structures=structures or None,
-        tolerance_mm=tolerance_mm,
-        empty=empty,
-        surface=surface,
-    )
+    kw = {"tolerance_mm": tolerance_mm, "empty": empty, "surface": surface}
+    rows = structure_table(reference, prediction, spacing, structures=structures or None, **kw)
     return [
         {
             "structure": r["name"],

@@ -1,8 +1,5 @@
-"""A protocol's parameters as one typed, frozen record (:class:`Params`; ``docs/design.md``).
-
-Fields carry their choices or number rule in their metadata (:func:`choice`,
-:func:`number`); ``run.json`` holds :meth:`Params.to_json`, read back by :meth:`Params.stored`.
-"""
+"""A protocol's parameters as one typed, frozen record (:class:`Params`; ``docs/design.md``),
+with each field's choices or number rule in its metadata, and the recipe differences."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``cv5-2d``: 5-fold cross-validated 2D segmentation, mDSC/mIoU/mRec/mPrec in percent.
-
-The recipe (Borst et al. 2026), folds, ``holdout`` and the two readings (:data:`READINGS`)
-are described in ``docs/protocols.md``; the fold models (the built-in 2D U-Net trained per
-fold by :func:`prepare`, or a model reference) are in :mod:`._cv5_folds`.
-"""
+"""``cv5-2d``: 5-fold cross-validated 2D segmentation, mDSC/mIoU/mRec/mPrec in percent
+(Borst et al. 2026; ``docs/protocols.md``); the fold models are in :mod:`._cv5_folds`."""
 
 from __future__ import annotations
 
@@ -230,7 +226,6 @@ BORST2026 = Preset(
     ),
     differences=differences("cv5-2d borst2026"),
 )
-PRESETS = {BORST2026.name: BORST2026}
 
 
 PROTOCOL = Protocol(
@@ -239,7 +234,7 @@ PROTOCOL = Protocol(
     version="1.4",
     params=Cv5Params,
     differences=DIFFERENCES,
-    presets=PRESETS,
+    presets={BORST2026.name: BORST2026},
     run_case=run_case,
     summarize=summarize,
     select=select,

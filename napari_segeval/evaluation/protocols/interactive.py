@@ -1,10 +1,6 @@
-"""``interactive``: Dice after each simulated correction round, clean and under attack.
-
-Round 0 is ``medsam2-3d`` (or ``medsam2-video`` with ``mode="video"``) exactly; each
-round then adds per structure the prompt of :func:`napari_segeval.prompts.next_correction`
-and re-propagates through a :class:`~napari_segeval.propagation.PropagationSession`.
-Rows, attacks and saved files are described in ``docs/protocols.md``.
-"""
+"""``interactive``: Dice after each simulated correction round (``medsam2-3d``'s or
+``medsam2-video``'s round 0, then :func:`napari_segeval.prompts.next_correction` per
+structure, re-propagated), clean and under attack (``docs/protocols.md``)."""
 
 from __future__ import annotations
 
@@ -98,10 +94,8 @@ def refine_kind(model: Any, refine_prompt: str) -> str:
 
 
 def _base_params(params: InteractiveParams) -> InteractiveParams:
-    """The record round 0 is scored with (videos: the fixed tolerance, as medsam2-video)."""
-    if params.mode == "video":  # as medsam2-video: no NSD, the fixed tolerance
-        return replace(params, tolerance_mm=2.0)
-    return params
+    """The record round 0 is scored with (videos: medsam2-video's fixed tolerance, no NSD)."""
+    return replace(params, tolerance_mm=2.0) if params.mode == "video" else params
 
 
 def correction_rounds(
@@ -267,20 +261,11 @@ def prompt_sets_at(
     from napari_segeval.evaluation.rounds import case_rounds
     from napari_segeval.prompts.prompt_set import PromptSet
 
-    labels = sorted(
-        {
-            int(r["label"])
-            for r in rows
-            if r["case"] == case and r["condition"] == condition and r.get("label") is not None
-        }
-    )
+    last = float("inf") if round is None else int(round)
+    mine = [r for r in rows if r["case"] == case and r["condition"] == condition]
     sets = {}
-    for lab in labels:
-        done = [
-            x
-            for x in case_rounds(rows, case, lab, condition, model)
-            if round is None or x.round <= int(round)
-        ]
+    for lab in sorted({int(r["label"]) for r in mine if r.get("label") is not None}):
+        done = [x for x in case_rounds(rows, case, lab, condition, model) if x.round <= last]
         if done:
             sets[lab] = PromptSet(lab, done[-1].prompts)
     return sets

@@ -1,8 +1,5 @@
-"""``medsam2-3d``: box on the reference middle slice, bidirectional propagation, DSC + NSD.
-
-The recipe (MedSAM2, Ma et al. 2025) and its options are in ``docs/protocols.md``; the
-code is the promptable protocols' shared one (:mod:`._promptable`).
-"""
+"""``medsam2-3d``: box on the reference middle slice, bidirectional propagation, DSC + NSD
+(MedSAM2, Ma et al. 2025; ``docs/protocols.md``; the code: :mod:`._promptable`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""``medsam2-video``: box on the first frame, forward propagation, DSC per structure per clip.
-
-A structure is prompted on the first frame where it appears (its ``key_slice``); its Dice is
-one number over the whole clip (frames before the prompt count as background). No surface
-metrics: time is not a spatial axis.
-"""
+"""``medsam2-video``: box on the first frame where a structure appears, forward
+propagation, one Dice per structure per clip (frames before the prompt count as background;
+no surface metrics: time is not a spatial axis)."""
 
 from __future__ import annotations
 

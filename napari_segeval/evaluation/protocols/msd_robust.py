@@ -1,8 +1,5 @@
-"""``msd-robust``: dense model, clean and under attacks; Dice, Dice drop, robust fraction.
-
-The recipe (Daza et al. 2021, corrected), the attack entries, the robust rule and
-``gate`` are described in ``docs/protocols.md``; the ``rog`` preset is :mod:`._msd_rog`.
-"""
+"""``msd-robust``: dense model, clean and under attacks; Dice, Dice drop, robust fraction
+(Daza et al. 2021, corrected; ``docs/protocols.md``; the ``rog`` preset: :mod:`._msd_rog`)."""
 
 from __future__ import annotations
 

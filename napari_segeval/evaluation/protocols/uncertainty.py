@@ -1,10 +1,6 @@
-"""``uncertainty``: Dice and mIoU in percent, and what per-case uncertainty does to them.
-
-Named after Li et al., CVPR 2026. ``analysis="selective"`` (the defaults) judges the
-segmenting model's own per-case uncertainty score on the test split;
-``"filter-training"`` (the ``li2026`` preset, :mod:`._li2026`) is the paper's loop. Both
-are described in ``docs/protocols.md``.
-"""
+"""``uncertainty``: Dice and mIoU in percent, and what per-case uncertainty does to them
+(Li et al., CVPR 2026; ``docs/protocols.md``): ``analysis="selective"`` judges the model's
+own uncertainty, ``"filter-training"`` (:mod:`._li2026`) is the paper's loop."""
 
 from __future__ import annotations
 
