@@ -115,10 +115,8 @@ def apply_correction(
     cancel: Any = None,
     on_slice: Callable[[int, int, np.ndarray], None] | None = None,
 ) -> StructureResult:
-    """``result`` corrected by the last prompt of ``prompts`` (the set up to the correction).
-
-    The slices the backend returns take its probabilities and their decision (above
-    ``options.threshold``, or 0.5 with logits); every other slice keeps its own.
+    """``result`` corrected by the last prompt of ``prompts``: the slices the backend returns
+    take its probabilities and their decision, every other slice keeps its own.
     """
     probs, mask = result.full_probabilities(), result.full_mask()
     threshold = 0.5 if options.logits else float(options.threshold)
@@ -146,10 +144,8 @@ def apply_corrections(
     on_slice: Any = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> StructureResult:
-    """``result`` (that of the first ``done`` prompts) corrected by each later prompt.
-
-    ``progress(k, len(prompts) - done)`` hears each correction once it is applied.
-    """
+    """``result`` (of the first ``done`` prompts) corrected by each later prompt, each one
+    reported as ``progress(k, len(prompts) - done)``."""
     for i in range(done, len(prompts)):
         result = apply_correction(
             model,

@@ -98,8 +98,7 @@ class PropagationSession:
     # -- prompts -----------------------------------------------------------------------
     def set_prompts(self, prompts: Any) -> None:
         """Replace the prompts of the structures in ``prompts`` (prompt sets or boxes)."""
-        for label, s in as_prompt_sets(prompts).items():
-            self.prompts[label] = s
+        self.prompts.update(as_prompt_sets(prompts))
 
     def add(self, prompt: Prompt) -> PromptSet:
         """Append ``prompt`` to its structure's set (``prompt.label``); returns the set."""

@@ -254,10 +254,8 @@ def write_filtered_lists(
     dataset: dict | None = None,
     overwrite: bool = False,
 ) -> dict:
-    """Write ``splits_final.json`` (and ``dataset.json`` when given) without ``removed``.
-
-    ``splits``: the data set's own nnU-Net splits (else five folds over ``train_ids`` as
-    nnU-Net makes them). Returns what was written.
+    """Write ``splits_final.json`` (and ``dataset.json`` when given) without ``removed``; returns
+    what was written. ``splits``: the data set's (else five folds as nnU-Net makes them).
     """
     from napari_segeval.uncertainty.training_lists import (
         crossval_splits,

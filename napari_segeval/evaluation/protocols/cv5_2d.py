@@ -68,10 +68,8 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
 
 
 def class_set(structures: dict, reference, prediction) -> dict[int, str]:
-    """Every class of ``range(num_classes)``, background included, with its name.
-
-    ``num_classes`` is one more than the largest id named or present in either map.
-    """
+    """Every class, background included, with its name, up to the largest id named or present
+    in either map."""
     top = max(
         [int(k) for k in structures]
         + [int(reference.max(initial=0)), int(prediction.max(initial=0))]
@@ -149,10 +147,8 @@ class Cv5Params(Params):
 
 
 def summarize(rows: list[dict], params: Cv5Params) -> dict:
-    """Class-averaged metrics, mean +- std over folds, in percent (+ the training recipe).
-
-    The metric keys hold the ``headline`` reading; the other is kept under its own name,
-    ``pooled`` the pooled counts and ``holdout`` the held-out split's cases.
+    """Class-averaged metrics, mean +- std over folds, in percent: the ``headline`` reading,
+    the other under its name, ``pooled`` counts, ``holdout`` cases and the training recipe.
     """
     from napari_segeval.evaluation.summary import (
         accumulated_folds,

@@ -101,10 +101,8 @@ def _base_params(params: InteractiveParams) -> InteractiveParams:
 def correction_rounds(
     prepared: P.Prepared, frames: Any, params: InteractiveParams, kind: str
 ) -> Iterator[tuple[int, Any, dict]]:
-    """``(round, result, added)`` for round 0 and each correction round.
-
-    ``added`` maps structure id -> the :class:`~napari_segeval.prompts.Correction` added in
-    that round (None: exact, or no box left); round 0's is empty.
+    """``(round, result, added)`` of round 0 and each correction round; ``added``: structure id
+    -> the :class:`~napari_segeval.prompts.Correction` added (None: exact, or no box left).
     """
     from napari_segeval.prompts.correction import next_correction
     from napari_segeval.prompts.prompt_set import Point

@@ -222,10 +222,8 @@ def select(specs: list, params: MsdParams) -> list:
 
 
 def prepare(specs, params: MsdParams, output_dir) -> None:
-    """With ``gate`` and attacks: the task's robust threshold from one clean pass.
-
-    Sets ``spec.meta["clean_dice"]`` of each case and ``spec.meta["robust_threshold"]`` of
-    every case; cases that fail here are left out of the mean (and fail again when evaluated).
+    """With ``gate`` and attacks: each case's ``clean_dice`` and every case's
+    ``robust_threshold`` (``spec.meta``) from one clean pass; a case that fails is left out.
     """
     if not params.gate or not params.attacks:
         return
