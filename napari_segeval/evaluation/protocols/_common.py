@@ -105,7 +105,7 @@ def score(
         raise SegEvalError(
             f"prediction shape {prediction.shape} differs from the reference {reference.shape}"
         )
-    kw = {"tolerance_mm": tolerance_mm, "empty": empty, "surface": surface}
+    kw: dict[str, Any] = {"tolerance_mm": tolerance_mm, "empty": empty, "surface": surface}
     rows = structure_table(reference, prediction, spacing, structures=structures or None, **kw)
     return [
         {
