@@ -185,12 +185,10 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
         "conditions": info,
     }
     store.write_json(out / "li2026.json", record)
+    mine = {"models": models, "conditions": info, "auv_model": auv.get("model")}
     for s in test:
         s.train_specs = ()  # used: the workers need only the models
-        s.meta = {
-            **s.meta,
-            META_KEY: {"models": models, "conditions": info, "auv_model": auv.get("model")},
-        }
+        s.meta = {**s.meta, META_KEY: mine}
 
 
 def class_rows(case, model, labels, condition: str, params: UncertaintyParams) -> list[dict]:

@@ -215,10 +215,10 @@ def case_output(
         )
         for r in rows:
             r["risk"] = risks[r["label"]].risk
-    case = prepared.case
-    k = prepared.boxes[0].index if mode == "video" or case.labels is None else None
-    saved = scored_labels(res, params)
-    return C.output(case, rows, {CLEAN: saved}, index=k, slices=slices)
+    k = prepared.boxes[0].index if mode == "video" or prepared.case.labels is None else None
+    return C.output(
+        prepared.case, rows, {CLEAN: scored_labels(res, params)}, index=k, slices=slices
+    )
 
 
 @dataclass
