@@ -26,11 +26,7 @@ from napari_segeval.propagation.corrections import (
     rule_of,
     shifted_progress,
 )
-from napari_segeval.propagation.images import (
-    check_image_prompts,
-    image_frames,
-    propagation_mode,
-)
+from napari_segeval.propagation.images import check_image_prompts, image_frames, propagation_mode
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
 from napari_segeval.propagation.result import PropagationResult, StructureResult, extent
 from napari_segeval.propagation.walks import resolve_min_confidence

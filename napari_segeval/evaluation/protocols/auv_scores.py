@@ -51,14 +51,8 @@ def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str |
     if ref == "auto" and checkpoint:
         return "medsam2", checkpoint, paper
     if ref == "auto":
-        return (
-            "builtin",
-            None,
-            (
-                "built-in promptable model: no MedSAM2 checkpoint was given "
-                "(the paper uses a frozen MedSAM2)"
-            ),
-        )
+        note = "built-in promptable model: no MedSAM2 checkpoint was given"
+        return "builtin", None, f"{note} (the paper uses a frozen MedSAM2)"
     from napari_segeval.models.registry import split_ref
 
     medsam2 = split_ref(ref)[0] == "medsam2"

@@ -157,9 +157,7 @@ def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
     score = {r["case"]: float(r["uncertainty"]) for r in rows if "uncertainty" in r}
     cases = sorted(c for c in score if c in dice)
     fd = failure_detection(
-        [score[c] for c in cases],
-        [dice[c] for c in cases],
-        failure_below=FAILURE_BELOW_STRUCTURE,
+        [score[c] for c in cases], [dice[c] for c in cases], failure_below=FAILURE_BELOW_STRUCTURE
     )
     return {
         "all_cases": percent_scores(rows),
