@@ -1,19 +1,7 @@
 """Bidirectional (volume) and forward (video) propagation for any promptable backend.
 
-The recipe and its memory layout are in ``docs/design.md`` ("Prompt sets and walks",
-"Results at the size of each structure's extent"). Per structure: a forward walk from
-its first conditioning frame and (volumes) a backward walk from its last, united (the
-maximum where both reached a slice), then the confidence stop, the largest component
-(6-connected by default; ``connectivity=26`` is MedSAM2's) and the merge, where the higher
-probability wins except that a structure enclosed by another wins its overlap with it.
-
-``decision="logit"`` (MedSAM2's scripts) keeps ``logit > 0`` and agrees with
-``"probability"`` (``p > threshold``) except where float32's sigmoid rounds a tiny
-positive logit to exactly 0.5. The confidence stop ends a walk, after its last
-conditioning slice, at the first slice whose mean foreground probability is below
-``min_confidence`` (``"auto"``: the model's ``capabilities.stop_confidence``); it uses
-detached values. ``on_slice`` reports each slice's mask before the stop, the largest
-component and the merge, and never changes the result.
+The recipe is in ``docs/design.md`` ("Prompt sets and walks", "Results at the size of each
+structure's extent"); ``on_slice`` reports masks before the stops and never changes a result.
 """
 
 from __future__ import annotations
@@ -52,11 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
 def total_steps(
     n_frames: int, prompts: Any, mode: str, *, corrections: Corrections = Corrections.NONE
 ) -> int:
-    """Number of model steps (progress total) for ``prompts`` on ``n_frames``.
-
-    With ``corrections`` (:func:`~.corrections.corrects`'s rule), a set counts the walks of
-    its round 0 and one step per correction.
-    """
+    """Number of model steps (progress total): with ``corrections`` (a correction rule), the
+    walks of each set's round 0 and one step per correction."""
     total = 0
     for s in as_prompt_sets(prompts).values():
         if corrections is not Corrections.NONE:
@@ -74,9 +59,8 @@ def make_walks(
     options: PropagationOptions,
     priors: Mapping[int, Any] | None = None,
 ) -> list[Walk]:
-    """The walks of ``sets``: per structure, forward from its first conditioning frame and
-    (volumes) backward from its last one.
-    """
+    """Per structure, a forward walk from its first conditioning frame and (volumes) a backward
+    walk from its last one."""
     return [
         Walk.of(s, order, prior_volume=None if priors is None else priors.get(lab))
         for lab, s in sets.items()
@@ -206,15 +190,6 @@ def merge_results(
     )
 
 
-def describe_prompts(sets: Mapping[int, PromptSet]) -> str:
-    """The prompt kinds used, for provenance: ``"box"``, ``"mask"``, ``"box+point"``..."""
-    kinds = {type(p) for s in sets.values() for p in s.prompts}
-    names = [
-        name for cls, name in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask")) if cls in kinds
-    ]
-    return "+".join(names)
-
-
 def record(
     model: Any,
     sets: Mapping[int, PromptSet],
@@ -223,6 +198,10 @@ def record(
     per_slice: bool,
 ) -> dict:
     """The ``params`` of a :class:`~.result.PropagationResult`."""
+    kinds = {type(p) for s in sets.values() for p in s.prompts}  # "box", "box+point" ...
+    prompt = [
+        name for c, name in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask")) if c in kinds
+    ]
     return {
         "model": model.name,
         "mode": options.mode,
@@ -234,7 +213,7 @@ def record(
         "min_confidence": min_confidence,
         "nested_fraction": options.nested_fraction,
         "chain": "per-slice" if per_slice else "full",
-        "prompt": describe_prompts(sets),
+        "prompt": "+".join(prompt),
         "conditioning_frames": {lab: list(s.frames) for lab, s in sets.items()},
     }
 
@@ -341,11 +320,6 @@ def propagate_case(
     shape = tuple(int(v) for v in frames.shape[:3])
     labels = merge_results(structures, shape, options)
     tensors = {lab: s.full_tensor() for lab, s in structures.items()} if options.grad else {}
-    params = record(
-        model,
-        sets,
-        options,
-        resolve_min_confidence(model, options.min_confidence),
-        priors is not None,
-    )
+    min_confidence = resolve_min_confidence(model, options.min_confidence)
+    params = record(model, sets, options, min_confidence, priors is not None)
     return PropagationResult(labels, structures, dict(sets), params, tensors)

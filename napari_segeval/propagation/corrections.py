@@ -1,12 +1,6 @@
-"""Corrections: prompts that refine a structure's result instead of starting it again.
-
-For a volume and a backend whose capabilities name a correction rule, a structure's
-round 0 (:func:`round0_length`) propagates as always; every later prompt is a correction:
-the backend's ``correct`` returns the slices it changes, every other slice keeps its
-probabilities and mask, and the largest component is taken again beside the components
-of :func:`kept_voxels`. Videos, gradients, per-slice priors and rule ``NONE`` (MedSAM2,
-the threshold model) propagate the whole set at once. The result is a function of the set
-alone (``docs/design.md``, "Correction rounds").
+"""Corrections: prompts after a structure's round 0 (:func:`round0_length`) that refine its
+result on the slices the backend's ``correct`` returns (``docs/design.md``, "Correction
+rounds"); videos, gradients, priors and rule ``NONE`` propagate the whole set at once.
 """
 
 from __future__ import annotations
@@ -121,10 +115,8 @@ def apply_correction(
     cancel: Any = None,
     on_slice: Callable[[int, int, np.ndarray], None] | None = None,
 ) -> StructureResult:
-    """``result`` corrected by the last prompt of ``prompts`` (the set up to the correction).
-
-    The slices the backend returns take its probabilities and their decision (above
-    ``options.threshold``, or 0.5 with logits); every other slice keeps its own.
+    """``result`` corrected by the last prompt of ``prompts``: the slices the backend returns
+    take its probabilities and their decision, every other slice keeps its own.
     """
     probs, mask = result.full_probabilities(), result.full_mask()
     threshold = 0.5 if options.logits else float(options.threshold)
@@ -152,10 +144,8 @@ def apply_corrections(
     on_slice: Any = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> StructureResult:
-    """``result`` (that of the first ``done`` prompts) corrected by each later prompt.
-
-    ``progress(k, len(prompts) - done)`` hears each correction once it is applied.
-    """
+    """``result`` (of the first ``done`` prompts) corrected by each later prompt, each one
+    reported as ``progress(k, len(prompts) - done)``."""
     for i in range(done, len(prompts)):
         result = apply_correction(
             model,

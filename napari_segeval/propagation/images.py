@@ -1,8 +1,5 @@
-"""Propagation from raw images: volumes (bidirectional), videos (forward) and single 2D
-images (a one-frame video, its prompts on frame 0, results on the 2D grid).
-
-The viewer, the command line and the promptable attack target share these rules.
-"""
+"""Propagation from raw images: volumes, videos and 2D images (a one-frame video, prompts on
+frame 0, results on the 2D grid), shared by the viewer, the CLI and the attack target."""
 
 from __future__ import annotations
 

@@ -113,10 +113,8 @@ def _overlap(a: tuple, b: tuple) -> int:
 def merge_crops(
     crops: dict[int, tuple], shape: tuple, *, nested_fraction: float | None = 0.5
 ) -> np.ndarray:
-    """The label map of :func:`merge_structures` from crops ``label -> (offset, prob, mask)``.
-
-    Each structure's arrays cover its bounding box (0 / False outside); only one full-size
-    float array is made, whatever the number of structures.
+    """The label map of :func:`merge_structures` from crops ``label -> (offset, prob, mask)``
+    (0 / False outside each), with one full-size float array whatever the number of structures.
     """
     ids = sorted(crops)
     if not ids:

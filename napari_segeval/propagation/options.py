@@ -34,9 +34,11 @@ class PropagationOptions:
     connectivity : int, optional
         Neighbours of the largest component (``None``: faces, 6 in 3D; MedSAM2: 26).
     decision : {"probability", "logit"}
-        Probability above ``threshold`` (default) or MedSAM2's logit above 0.
+        Probability above ``threshold`` (default) or MedSAM2's logit above 0 (the same
+        except where float32's sigmoid rounds a tiny positive logit to exactly 0.5).
     min_confidence : float, "auto" or None
-        Confidence stop (:mod:`.core`); ``"auto"``: the model's ``capabilities.stop_confidence``.
+        A walk ends, after its last conditioning frame, at the first frame whose mean
+        foreground probability is below it; ``"auto"``: ``capabilities.stop_confidence``.
     nested_fraction : float, optional
         Nested-structure rule of :func:`~.masks.merge_structures` (``None``: off).
     grad : bool

@@ -1,9 +1,5 @@
-"""What a propagation returns: the label map and each structure at the size of its extent.
-
-A structure's probabilities are zero outside the bounding box of what its walks computed,
-so :class:`StructureResult` keeps only that crop; :class:`PropagationResult` expands a
-structure to full size on each access.
-"""
+"""What a propagation returns: the label map, and each structure inside the bounding box of
+what its walks computed (zero outside), expanded to full size on access."""
 
 from __future__ import annotations
 

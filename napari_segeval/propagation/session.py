@@ -1,10 +1,5 @@
-"""A case being segmented and corrected: frames, prompts and results kept between runs.
-
-A :class:`PropagationSession` preprocesses the case once, keeps the backend's cache for
-it, re-propagates only the structures whose prompts changed, and applies only new
-corrections to a kept result (:mod:`~.corrections`). A re-propagation equals
-:func:`~.core.propagate_case` with the session's prompts.
-"""
+"""A case being segmented and corrected: frames, prompts and results kept between runs, only
+changed structures re-propagated (``docs/design.md``, "Correction rounds")."""
 
 from __future__ import annotations
 
@@ -31,11 +26,7 @@ from napari_segeval.propagation.corrections import (
     rule_of,
     shifted_progress,
 )
-from napari_segeval.propagation.images import (
-    check_image_prompts,
-    image_frames,
-    propagation_mode,
-)
+from napari_segeval.propagation.images import check_image_prompts, image_frames, propagation_mode
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
 from napari_segeval.propagation.result import PropagationResult, StructureResult, extent
 from napari_segeval.propagation.walks import resolve_min_confidence
@@ -103,8 +94,7 @@ class PropagationSession:
     # -- prompts -----------------------------------------------------------------------
     def set_prompts(self, prompts: Any) -> None:
         """Replace the prompts of the structures in ``prompts`` (prompt sets or boxes)."""
-        for label, s in as_prompt_sets(prompts).items():
-            self.prompts[label] = s
+        self.prompts.update(as_prompt_sets(prompts))
 
     def add(self, prompt: Prompt) -> PromptSet:
         """Append ``prompt`` to its structure's set (``prompt.label``); returns the set."""

@@ -21,10 +21,8 @@ def resolve_min_confidence(
 def confidence_stop(
     probs: Any, min_confidence: float | None, threshold: float = 0.5, first: int = 0
 ) -> int:
-    """Number of leading frames of one walk to keep (``probs``: ``(m, H, W)``, start frame first).
-
-    Empty frames and the first ``first + 1`` frames (up to the walk's last conditioning
-    frame) never stop it.
+    """Number of leading frames of one walk to keep (``probs``: ``(m, H, W)``, start frame first);
+    empty frames and the first ``first + 1`` (to the last conditioning frame) never stop it.
     """
     m = int(probs.shape[0])
     if min_confidence is None or m <= 1:
@@ -77,10 +75,8 @@ def structure_crop(
     threshold: float = 0.5,
     logits: bool = False,
 ) -> tuple[tuple[int, int, int], Any]:
-    """One structure's ``(offset, crop)`` from its walks (confidence stop, then union).
-
-    A frame reached by two walks takes their maximum; outside the crop the structure is 0
-    (``-inf`` for logits). Differentiable.
+    """One structure's differentiable ``(offset, crop)`` from its walks: confidence stop, then
+    the maximum where two walks reached a frame; 0 outside the crop (``-inf`` for logits).
     """
     import torch
     import torch.nn.functional as F

@@ -21,11 +21,9 @@ THUMB_MAX = 192
 
 
 def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = True):
-    """Read a spec's image and reference labels into a :class:`Case`.
-
-    ``channel`` picks one image channel (a file of a ``_0000``, ``_0001`` ... set, or a
-    channel of a 4D MSD file); ``None`` reads every channel (a ``"czyx"`` case when there are
-    several). Structure names from the layout win over the reader's.
+    """Read a spec's image and reference labels into a :class:`Case`: ``channel`` picks one
+    channel (a file of a ``_0000``, ``_0001`` ... set, or of a 4D MSD file), ``None`` reads
+    them all (``"czyx"``); the layout's structure names win over the reader's.
     """
     from napari_segeval.io import read_case, read_channels
 
@@ -107,15 +105,8 @@ def score(
         raise SegEvalError(
             f"prediction shape {prediction.shape} differs from the reference {reference.shape}"
         )
-    rows = structure_table(
-        reference,
-        prediction,
-        spacing,
-        structures=structures or None,
-        tolerance_mm=tolerance_mm,
-        empty=empty,
-        surface=surface,
-    )
+    kw: dict[str, Any] = {"tolerance_mm": tolerance_mm, "empty": empty, "surface": surface}
+    rows = structure_table(reference, prediction, spacing, structures=structures or None, **kw)
     return [
         {
             "structure": r["name"],
@@ -222,10 +213,8 @@ def _to_uint8(img: np.ndarray) -> np.ndarray:
 
 
 def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None) -> dict:
-    """Thumbnail slices: image, reference and each condition's prediction on one slice.
-
-    3D/video cases use slice ``index`` (default: the largest reference area, else the middle).
-    """
+    """Thumbnails of the image, reference and each prediction on slice ``index`` of a 3D/video
+    case (default: the largest reference area, else the middle)."""
     ref, k = case.labels, index
     if k is None and len(case.spatial_shape) >= 3:
         fg = None if ref is None else (ref > 0).reshape(ref.shape[0], -1).sum(axis=1)

@@ -1,9 +1,6 @@
-"""``cv5-2d``'s fold models: the built-in 2D U-Net trained per fold on the other folds' cases
-(seed ``seed + k``) into ``OUTPUT/models/fold{k}.pt`` (with ``fold{k}.json``, reused while its
-fingerprint matches; ``all.pt`` for the ``holdout`` split), or a dense model reference with
-``{fold}`` replaced. Workers load a trained file with ``weights_only=True`` and refuse a case
-among its training cases.
-"""
+"""``cv5-2d``'s fold models: the built-in 2D U-Net trained per fold on the other folds'
+cases into ``OUTPUT/models/fold{k}.pt`` (``all.pt``: the ``holdout`` split), or a model
+reference with ``{fold}`` replaced."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Running a dense model inside a protocol, and the attack hook of ``msd-robust``.
-
-A model is a :class:`~napari_segeval.models.dense.DenseModel` or a ``DenseBackend``
-(``segment(case, *, probabilities=False)``: how 2D and test models plug in); both declare
-``name``, ``num_classes``, ``structures`` and ``raw_per_normalized_unit``.
-"""
+"""Running a dense model inside a protocol, and the attack hook of ``msd-robust``: a
+:class:`~napari_segeval.models.dense.DenseModel` or a backend with ``segment(case, *,
+probabilities=False)`` (how 2D and test models plug in)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The training-filter loop of the ``uncertainty`` protocol (``analysis="filter-training"``).
-
-Li et al. (CVPR 2026), described in ``docs/protocols.md``: :func:`split` the labelled
-cases, :func:`prepare` the training cases' AUV and one model per condition (made once per
-fingerprint), :func:`run_case` each test case with every model. The training cases travel
-from :func:`select` to :func:`prepare` on the test cases' ``train_specs``. The protocol's
-own optimizer default (AdamW, cosine decay from 0.003) learns more in a few hundred CPU
-steps than the preset's (the paper's SGD with poly decay from 0.01).
+"""The ``uncertainty`` protocol's training-filter loop (Li et al., CVPR 2026; described in
+``docs/protocols.md``). The training cases travel from :func:`select` to :func:`prepare` on
+the test cases' ``train_specs``. The protocol's AdamW default learns more in a few hundred
+CPU steps than the preset's (the paper's SGD with poly decay from 0.01).
 """
 
 from __future__ import annotations
@@ -189,12 +185,10 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
         "conditions": info,
     }
     store.write_json(out / "li2026.json", record)
+    mine = {"models": models, "conditions": info, "auv_model": auv.get("model")}
     for s in test:
         s.train_specs = ()  # used: the workers need only the models
-        s.meta = {
-            **s.meta,
-            META_KEY: {"models": models, "conditions": info, "auv_model": auv.get("model")},
-        }
+        s.meta = {**s.meta, META_KEY: mine}
 
 
 def class_rows(case, model, labels, condition: str, params: UncertaintyParams) -> list[dict]:

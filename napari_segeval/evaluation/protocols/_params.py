@@ -1,8 +1,5 @@
-"""A protocol's parameters as one typed, frozen record (:class:`Params`; ``docs/design.md``).
-
-Fields carry their choices or number rule in their metadata (:func:`choice`,
-:func:`number`); ``run.json`` holds :meth:`Params.to_json`, read back by :meth:`Params.stored`.
-"""
+"""A protocol's parameters as one typed, frozen record (:class:`Params`; ``docs/design.md``),
+with each field's choices or number rule in its metadata, and the recipe differences."""
 
 from __future__ import annotations
 
@@ -10,11 +7,14 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from napari_segeval._errors import SegEvalError
 
 P = TypeVar("P", bound="Params")
+_DIFFERENCES = Path(__file__).with_name("differences.md")
 
 
 def _json(value: Any) -> Any:
@@ -54,11 +54,23 @@ def empty(default: str = "one") -> Any:
     return choice(default, EMPTY_CHOICES)
 
 
-def paragraphs(text: str) -> tuple[str, ...]:
-    """The ``- `` bullets of ``text``, each joined into one line: a recipe's differences, written
-    as the docs list them (every run of whitespace becomes one space).
+@lru_cache(maxsize=1)
+def _sections() -> dict[str, str]:
+    """The sections of ``differences.md`` by their ``## `` title."""
+    parts = re.split(r"^## (.+)$", _DIFFERENCES.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def differences(section: str) -> tuple[str, ...]:
+    """The ``- `` bullets of ``section`` of ``differences.md`` (the recipe differences of a
+    protocol or preset), each joined into one line; ``- {NAME}`` stands for section NAME's.
     """
-    return tuple(" ".join(b.split()) for b in re.split(r"^\s*- ", text, flags=re.MULTILINE)[1:])
+    out: list[str] = []
+    for bullet in re.split(r"^\s*- ", _sections()[section], flags=re.MULTILINE)[1:]:
+        text = " ".join(bullet.split())
+        shared = re.fullmatch(r"\{(.+)\}", text)
+        out += differences(shared[1]) if shared else [text]
+    return tuple(out)
 
 
 def listed(*default: Any) -> Any:

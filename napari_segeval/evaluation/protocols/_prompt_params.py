@@ -21,14 +21,6 @@ from napari_segeval.evaluation.protocols._params import (
 from napari_segeval.models.precision import PRECISION_CHOICES
 
 
-def _runs_box3d(ref: Any) -> bool:
-    """Whether the model ``ref`` declares the challenge's 3D loop (``Capabilities.box3d``)."""
-    from napari_segeval.models.registry import capabilities_of
-
-    caps = capabilities_of(str(ref))
-    return caps is not None and caps.box3d
-
-
 @dataclass(frozen=True)
 class _Head(Params):
     """The promptable protocols' first parameters."""
@@ -80,8 +72,8 @@ class _Tail(_Head):
     def propagation_options(self) -> dict[str, Any]:
         """``keep_largest``, ``stop_when_empty``, ``connectivity`` and ``decision``."""
         return {
-            "keep_largest": self.keep_largest,
-            "stop_when_empty": self.stop_when_empty,
+            "keep_largest": bool(self.keep_largest),
+            "stop_when_empty": bool(self.stop_when_empty),
             "connectivity": self.connectivity,
             "decision": self.decision,
         }
@@ -92,9 +84,10 @@ class _Tail(_Head):
         that each model of the run and this machine can run.
         """
         from napari_segeval.io.case import MODALITIES
+        from napari_segeval.models.registry import capabilities_of
 
         super().check()
-        if self.prompt == "box3d" and not _runs_box3d(self.model):
+        if self.prompt == "box3d" and not getattr(capabilities_of(str(self.model)), "box3d", False):
             raise SegEvalError(
                 f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "
                 f"LiteMedSAM: use --model litemedsam (got {self.model})"

@@ -1,10 +1,5 @@
-"""The promptable protocols' shared recipe: ``medsam2-3d``, ``medsam2-video`` and ``interactive``.
-
-Read a case, choose each present structure's round-0 prompt, load the model and
-preprocess (:func:`prepare_case`, :func:`with_model`), propagate and score
-(:func:`score_result`); ``interactive``'s round 0 is ``medsam2-3d`` exactly. The options
-that select MedSAM2's or the challenge's way are described in ``docs/protocols.md``.
-"""
+"""The promptable protocols' shared recipe (``medsam2-3d``, ``medsam2-video``,
+``interactive``): prompt, preprocess, propagate, score; options in ``docs/protocols.md``."""
 
 from __future__ import annotations
 
@@ -76,13 +71,7 @@ def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
             f"video, got axes {case.axes!r} shape {case.image.shape}"
         )
     boxes, sets, present = round0(spec, case, params, mode)
-    options = PropagationOptions(
-        mode=mode,
-        keep_largest=bool(params.keep_largest),
-        stop_when_empty=bool(params.stop_when_empty),
-        connectivity=params.connectivity,
-        decision=params.decision,
-    )
+    options = PropagationOptions(mode=mode, **params.propagation_options())
     modality = str(params.modality or case.modality or "other")
     prepared = Prepared(case, boxes, sets, options, present, modality, params.ct_mapping)
     return with_model(prepared, params)
@@ -226,10 +215,10 @@ def case_output(
         )
         for r in rows:
             r["risk"] = risks[r["label"]].risk
-    case = prepared.case
-    k = prepared.boxes[0].index if mode == "video" or case.labels is None else None
-    saved = scored_labels(res, params)
-    return C.output(case, rows, {CLEAN: saved}, index=k, slices=slices)
+    k = prepared.boxes[0].index if mode == "video" or prepared.case.labels is None else None
+    return C.output(
+        prepared.case, rows, {CLEAN: scored_labels(res, params)}, index=k, slices=slices
+    )
 
 
 @dataclass

@@ -51,14 +51,8 @@ def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str |
     if ref == "auto" and checkpoint:
         return "medsam2", checkpoint, paper
     if ref == "auto":
-        return (
-            "builtin",
-            None,
-            (
-                "built-in promptable model: no MedSAM2 checkpoint was given "
-                "(the paper uses a frozen MedSAM2)"
-            ),
-        )
+        note = "built-in promptable model: no MedSAM2 checkpoint was given"
+        return "builtin", None, f"{note} (the paper uses a frozen MedSAM2)"
     from napari_segeval.models.registry import split_ref
 
     medsam2 = split_ref(ref)[0] == "medsam2"
@@ -254,10 +248,8 @@ def write_filtered_lists(
     dataset: dict | None = None,
     overwrite: bool = False,
 ) -> dict:
-    """Write ``splits_final.json`` (and ``dataset.json`` when given) without ``removed``.
-
-    ``splits``: the data set's own nnU-Net splits (else five folds over ``train_ids`` as
-    nnU-Net makes them). Returns what was written.
+    """Write ``splits_final.json`` (and ``dataset.json`` when given) without ``removed``; returns
+    what was written. ``splits``: the data set's (else five folds as nnU-Net makes them).
     """
     from napari_segeval.uncertainty.training_lists import (
         crossval_splits,

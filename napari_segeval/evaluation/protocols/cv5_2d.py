@@ -1,9 +1,5 @@
-"""``cv5-2d``: 5-fold cross-validated 2D segmentation, mDSC/mIoU/mRec/mPrec in percent.
-
-The recipe (Borst et al. 2026), folds, ``holdout`` and the two readings (:data:`READINGS`)
-are described in ``docs/protocols.md``; the fold models (the built-in 2D U-Net trained per
-fold by :func:`prepare`, or a model reference) are in :mod:`._cv5_folds`.
-"""
+"""``cv5-2d``: 5-fold cross-validated 2D segmentation, mDSC/mIoU/mRec/mPrec in percent
+(Borst et al. 2026; ``docs/protocols.md``); the fold models are in :mod:`._cv5_folds`."""
 
 from __future__ import annotations
 
@@ -27,10 +23,10 @@ from napari_segeval.evaluation.protocols._cv5_folds import (
 from napari_segeval.evaluation.protocols._params import (
     Params,
     choice,
+    differences,
     empty,
     listed,
     number,
-    paragraphs,
 )
 from napari_segeval.evaluation.rows import FOLDS
 
@@ -72,10 +68,8 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
 
 
 def class_set(structures: dict, reference, prediction) -> dict[int, str]:
-    """Every class of ``range(num_classes)``, background included, with its name.
-
-    ``num_classes`` is one more than the largest id named or present in either map.
-    """
+    """Every class, background included, with its name, up to the largest id named or present
+    in either map."""
     top = max(
         [int(k) for k in structures]
         + [int(reference.max(initial=0)), int(prediction.max(initial=0))]
@@ -153,10 +147,8 @@ class Cv5Params(Params):
 
 
 def summarize(rows: list[dict], params: Cv5Params) -> dict:
-    """Class-averaged metrics, mean +- std over folds, in percent (+ the training recipe).
-
-    The metric keys hold the ``headline`` reading; the other is kept under its own name,
-    ``pooled`` the pooled counts and ``holdout`` the held-out split's cases.
+    """Class-averaged metrics, mean +- std over folds, in percent: the ``headline`` reading,
+    the other under its name, ``pooled`` counts, ``holdout`` cases and the training recipe.
     """
     from napari_segeval.evaluation.summary import (
         accumulated_folds,
@@ -210,42 +202,8 @@ def summarize(rows: list[dict], params: Cv5Params) -> dict:
     return out
 
 
-#: The ISIC 2018 folders and the paper's image count (one sentence, in both lists).
-_ISIC = (
-    "ISIC 2018: the Training, Validation and Test folders (3,694 images with masks) are "
-    "pooled into the folds, which matches the paper's 3,565 images after its duplicate "
-    "removal (the Training folder alone has 2,594); the paper does not say which "
-    'folders it pooled (cv_splits={"isic": ["train"]} keeps the Training folder only).'
-)
-_DUPLICATES = (
-    "Duplicate and near-duplicate images are kept; the paper removes them (by raw "
-    "bytes and perceptual hash) before making folds, so each data set has more "
-    "images here (ISIC 2018: 3,694, the paper 3,565)."
-)
-
 #: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
-DIFFERENCES = (
-    *paragraphs("""
-        - Dice is 2|A∩B|/(|A|+|B|); the evaluation card given to this project computes mDSC as
-          2|A∩B| / (|A∪B| + 1e-6), which is not Dice (recipe bug, corrected).
-        - The class averages are per image (headline=per-image); the borst2026 preset reads the
-          paper's numbers as mmsegmentation's IoUMetric, per class over all images of a fold
-          (headline=accumulated), which the defaults keep in summary.json under accumulated.
-        - Background is left out of the class averages unless include_background=true; the paper
-          averages over every class, background included.
-        - A class absent from both the reference and the prediction of an image scores 1 (empty=one)
-          and is marked absent; the evaluation card's +1e-6 scores it 0.
-        - Folds are this project's seeded k-fold grouped by patient (or the data set's published
-          splits file), saved in splits.json; the paper's fold lists are not published, so each fold
-          holds other cases than the paper's.
-    """),
-    _ISIC,
-    _DUPLICATES,
-    *paragraphs("""
-        - The network is a small built-in 2D U-Net trained per fold (or the model given); the paper
-          compares general-purpose vision backbones.
-    """),
-)
+DIFFERENCES = differences("cv5-2d")
 
 
 #: The paper preset (docs/protocols.md, "cv5-2d preset borst2026", lists the same).
@@ -262,38 +220,8 @@ BORST2026 = Preset(
         'Borst & Kounev, "Are General-Purpose Vision Models All We Need for 2D Medical '
         'Image Segmentation?", arXiv 2603.13044 (2026), and its public code'
     ),
-    differences=(
-        *paragraphs("""
-            - The paper does not say how its metrics are aggregated; the headline (mDice, mIoU,
-              mRecall, mPrecision: the paper's mDSC, mIoU, mRec, mPrec) is mmsegmentation's
-              IoUMetric, the evaluation of the code base of its general-purpose models (SegFormer,
-              SegNeXt, InternImage, TransNeXt), which fits the reported numbers: per class, areas
-              summed over all images of a fold, background included, classes absent from the whole
-              fold left out, then mean +- std over folds.
-            - The per-image mean over range(num_classes) of the evaluation card given to this
-              project is kept as a secondary figure (summary.json per_image): with an absent class
-              scored 0 it caps a NeoPolyp image that holds one of the two polyp classes near 2/3, so
-              it cannot give the paper's numbers.
-            - In the per-image figure Dice is 2|A∩B|/(|A|+|B|); the evaluation card divides 2|A∩B|
-              by |A∪B| + 1e-6, which is not Dice (recipe bug, corrected).
-            - In the per-image figure a class absent from both the reference and the prediction
-              scores 0 in every metric (empty=zero), as the evaluation card's +1e-6 gives, and is
-              marked absent in results.csv; the 1e-6 is not added to other denominators, which
-              changes their values by less than one part in a million.
-            - Folds are this project's seeded 5-fold grouped by patient, saved in splits.json; the
-              paper's fold lists are not published, so each fold holds other cases than the paper's.
-        """),
-        _ISIC,
-        _DUPLICATES,
-        *paragraphs("""
-            - The network is the built-in small 2D U-Net trained per fold with its short recipe (or
-              the model given); the paper fine-tunes ImageNet-pretrained general-purpose backbones
-              at 512x512 (AdamW, REX schedule, batch 8, learning rate searched, 150 epochs with
-              early stopping).
-        """),
-    ),
+    differences=differences("cv5-2d borst2026"),
 )
-PRESETS = {BORST2026.name: BORST2026}
 
 
 PROTOCOL = Protocol(
@@ -302,7 +230,7 @@ PROTOCOL = Protocol(
     version="1.4",
     params=Cv5Params,
     differences=DIFFERENCES,
-    presets=PRESETS,
+    presets={BORST2026.name: BORST2026},
     run_case=run_case,
     summarize=summarize,
     select=select,

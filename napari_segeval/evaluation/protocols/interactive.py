@@ -1,10 +1,6 @@
-"""``interactive``: Dice after each simulated correction round, clean and under attack.
-
-Round 0 is ``medsam2-3d`` (or ``medsam2-video`` with ``mode="video"``) exactly; each
-round then adds per structure the prompt of :func:`napari_segeval.prompts.next_correction`
-and re-propagates through a :class:`~napari_segeval.propagation.PropagationSession`.
-Rows, attacks and saved files are described in ``docs/protocols.md``.
-"""
+"""``interactive``: Dice after each simulated correction round (``medsam2-3d``'s or
+``medsam2-video``'s round 0, then :func:`napari_segeval.prompts.next_correction` per
+structure, re-propagated), clean and under attack (``docs/protocols.md``)."""
 
 from __future__ import annotations
 
@@ -21,7 +17,7 @@ from napari_segeval.evaluation.keys import PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _promptable as P
-from napari_segeval.evaluation.protocols._params import Models, choice, listed, number, paragraphs
+from napari_segeval.evaluation.protocols._params import Models, choice, differences, listed, number
 from napari_segeval.evaluation.rounds import round_key
 from napari_segeval.evaluation.rows import ROUNDS
 
@@ -98,19 +94,15 @@ def refine_kind(model: Any, refine_prompt: str) -> str:
 
 
 def _base_params(params: InteractiveParams) -> InteractiveParams:
-    """The record round 0 is scored with (videos: the fixed tolerance, as medsam2-video)."""
-    if params.mode == "video":  # as medsam2-video: no NSD, the fixed tolerance
-        return replace(params, tolerance_mm=2.0)
-    return params
+    """The record round 0 is scored with (videos: medsam2-video's fixed tolerance, no NSD)."""
+    return replace(params, tolerance_mm=2.0) if params.mode == "video" else params
 
 
 def correction_rounds(
     prepared: P.Prepared, frames: Any, params: InteractiveParams, kind: str
 ) -> Iterator[tuple[int, Any, dict]]:
-    """``(round, result, added)`` for round 0 and each correction round.
-
-    ``added`` maps structure id -> the :class:`~napari_segeval.prompts.Correction` added in
-    that round (None: exact, or no box left); round 0's is empty.
+    """``(round, result, added)`` of round 0 and each correction round; ``added``: structure id
+    -> the :class:`~napari_segeval.prompts.Correction` added (None: exact, or no box left).
     """
     from napari_segeval.prompts.correction import next_correction
     from napari_segeval.prompts.prompt_set import Point
@@ -267,20 +259,11 @@ def prompt_sets_at(
     from napari_segeval.evaluation.rounds import case_rounds
     from napari_segeval.prompts.prompt_set import PromptSet
 
-    labels = sorted(
-        {
-            int(r["label"])
-            for r in rows
-            if r["case"] == case and r["condition"] == condition and r.get("label") is not None
-        }
-    )
+    last = float("inf") if round is None else int(round)
+    mine = [r for r in rows if r["case"] == case and r["condition"] == condition]
     sets = {}
-    for lab in labels:
-        done = [
-            x
-            for x in case_rounds(rows, case, lab, condition, model)
-            if round is None or x.round <= int(round)
-        ]
+    for lab in sorted({int(r["label"]) for r in mine if r.get("label") is not None}):
+        done = [x for x in case_rounds(rows, case, lab, condition, model) if x.round <= last]
         if done:
             sets[lab] = PromptSet(lab, done[-1].prompts)
     return sets
@@ -298,41 +281,7 @@ def summarize(rows: list[dict], params: InteractiveParams) -> dict:
 
 
 #: Deliberate differences of the defaults from the published iterative-prompting evaluations.
-DIFFERENCES = paragraphs("""
-    - Round 0 is medsam2-3d's recipe (a box on the middle slice of the reference extent, propagated
-      through the volume) or medsam2-video's (mode=video); micro-sam prompts each 2D object on its
-      own image, IntRaBench's 2D models get prompts on slices chosen by its prompter.
-    - Each round adds one prompt per structure, on the slice with the most wrong voxels (false
-      negatives plus false positives); micro-sam adds a positive and a negative point per object in
-      every iteration, IntRaBench's 2D refinement a positive point on every slice of the largest
-      false-negative component or a negative scribble.
-    - The sign of the point is the larger of the slice's false-negative and false-positive counts
-      (ties: positive); IntRaBench draws it at random with probability FP/(FN+FP), micro-sam gives
-      one of each.
-    - An error region is every wrong pixel of that slice, without connected components; IntRaBench
-      takes the largest 3D connected component of the false negatives.
-    - The point lies at the region's most interior pixel (maximum of the Euclidean distance
-      transform, the image border counting as outside; ties: the first pixel in row-major order), so
-      a run is deterministic; micro-sam samples the point uniformly at random among the wrong
-      pixels, IntRaBench near a component's centre.
-    - With the built-in model on volumes the previous prediction is fed back: a click refines its
-      slice's previous mask (the prior of the click pass) and spreads to the neighbouring slices
-      that share the error, a positive click on a slice the prediction misses is first reached by
-      propagation steps from the nearest slice that has a mask, and every other slice keeps its
-      mask; other models and videos re-propagate from every prompt given so far (as SAM2's video
-      predictor with its memory), without a mask prompt; micro-sam can pass the previous logits
-      (use_masks), IntRaBench passes them.
-    - A structure that is already exact gets no prompt in that round and keeps its result; micro-sam
-      keeps adding points (a positive one inside the overlap), IntRaBench stops and repeats the last
-      result.
-    - Five correction rounds by default (rounds=K), as IntRaBench's five refinement steps; micro-sam
-      runs eight iterations, the first prompt included.
-    - With refine_prompt=box (and with auto for models that take no points) the correction is the
-      reference's box on the worst slice that has reference and no box yet; neither anchor refines
-      with boxes.
-    - Dice is 2|A∩B|/(|A|+|B|) and NSD at 2 mm on the whole volume per structure; NoI@90 counts
-      correction rounds (0 when round 0 reaches Dice 0.9) and is K+1 when K rounds do not reach it.
-""")
+DIFFERENCES = differences("interactive")
 
 
 PROTOCOL = Protocol(

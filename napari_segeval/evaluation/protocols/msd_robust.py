@@ -1,8 +1,5 @@
-"""``msd-robust``: dense model, clean and under attacks; Dice, Dice drop, robust fraction.
-
-The recipe (Daza et al. 2021, corrected), the attack entries, the robust rule and
-``gate`` are described in ``docs/protocols.md``; the ``rog`` preset is :mod:`._msd_rog`.
-"""
+"""``msd-robust``: dense model, clean and under attacks; Dice, Dice drop, robust fraction
+(Daza et al. 2021, corrected; ``docs/protocols.md``; the ``rog`` preset: :mod:`._msd_rog`)."""
 
 from __future__ import annotations
 
@@ -17,15 +14,15 @@ from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
-from napari_segeval.evaluation.protocols._msd_rog import ROG, ROG_ATTACKS, ROG_DIFFERENCES, ROG_EPS
+from napari_segeval.evaluation.protocols._msd_rog import ROG, ROG_ATTACKS, ROG_EPS
 from napari_segeval.evaluation.protocols._params import (
     Models,
     Params,
     choice,
+    differences,
     empty,
     listed,
     number,
-    paragraphs,
     tolerance,
 )
 from napari_segeval.evaluation.rows import ATTACKED
@@ -225,10 +222,8 @@ def select(specs: list, params: MsdParams) -> list:
 
 
 def prepare(specs, params: MsdParams, output_dir) -> None:
-    """With ``gate`` and attacks: the task's robust threshold from one clean pass.
-
-    Sets ``spec.meta["clean_dice"]`` of each case and ``spec.meta["robust_threshold"]`` of
-    every case; cases that fail here are left out of the mean (and fail again when evaluated).
+    """With ``gate`` and attacks: each case's ``clean_dice`` and every case's
+    ``robust_threshold`` (``spec.meta``) from one clean pass; a case that fails is left out.
     """
     if not params.gate or not params.attacks:
         return
@@ -312,31 +307,7 @@ def summarize(rows: list[dict], params: MsdParams) -> dict:
 
 
 #: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
-DIFFERENCES = (
-    *paragraphs("""
-        - Attacks run on the whole volume through the Gaussian sliding window (the gradient reaches
-          every window), not on one foreground-centred patch per case, so clean and attacked Dice
-          score the same whole case.
-        - Perturbed inputs are clamped to the intensity range the preprocessing produces, each
-          channel to its own, not to [0, 1]: the published code clamps z-scored inputs to [0, 1],
-          which destroys the clean image itself (recipe bug, corrected).
-        - The robust threshold (0.5 x the task's mean clean Dice) is computed once from the clean
-          run; the published code re-multiplies it on every attack call, compounding it (recipe bug,
-          corrected).
-        - No attack runs unless asked (--attack) and epsilon has no default: budgets are given in
-          normalized (z-scored) units, because natural-image budgets such as 8/255 mean nothing for
-          z-scored CT or MR intensities.
-        - Every attack runs on every case with all its restarts (gate=false); the published code
-          attacks, and restarts, only the cases still robust.
-        - Post-processing keeps the largest component of each organ and removes lesion components
-          smaller than a threshold learned from the training labels (nnU-Net v1's rule); the paper
-          fuses small tumour components, and the released code has none.
-        - MR volumes are min-max scaled to [0, 1] per image before the percentile clip and z-score
-          only when the model's plans say so (mr_minmax); the published code always does it for MR:
-          the model's own preprocessing is used unchanged.
-        """),
-    ROG_DIFFERENCES[-1],  # the network
-)
+DIFFERENCES = differences("msd-robust")
 
 
 PROTOCOL = Protocol(

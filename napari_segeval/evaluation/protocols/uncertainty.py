@@ -1,10 +1,6 @@
-"""``uncertainty``: Dice and mIoU in percent, and what per-case uncertainty does to them.
-
-Named after Li et al., CVPR 2026. ``analysis="selective"`` (the defaults) judges the
-segmenting model's own per-case uncertainty score on the test split;
-``"filter-training"`` (the ``li2026`` preset, :mod:`._li2026`) is the paper's loop. Both
-are described in ``docs/protocols.md``.
-"""
+"""``uncertainty``: Dice and mIoU in percent, and what per-case uncertainty does to them
+(Li et al., CVPR 2026; ``docs/protocols.md``): ``analysis="selective"`` judges the model's
+own uncertainty, ``"filter-training"`` (:mod:`._li2026`) is the paper's loop."""
 
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
 from napari_segeval.evaluation.protocols import _li2026 as L
-from napari_segeval.evaluation.protocols._params import Params, choice, listed, number, paragraphs
+from napari_segeval.evaluation.protocols._params import Params, choice, differences, listed, number
 from napari_segeval.evaluation.rows import UNCERTAIN
 
 ANALYSES = ("selective", "filter-training")
@@ -161,9 +157,7 @@ def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
     score = {r["case"]: float(r["uncertainty"]) for r in rows if "uncertainty" in r}
     cases = sorted(c for c in score if c in dice)
     fd = failure_detection(
-        [score[c] for c in cases],
-        [dice[c] for c in cases],
-        failure_below=FAILURE_BELOW_STRUCTURE,
+        [score[c] for c in cases], [dice[c] for c in cases], failure_below=FAILURE_BELOW_STRUCTURE
     )
     return {
         "all_cases": percent_scores(rows),
@@ -210,18 +204,7 @@ def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
 
 
 #: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
-DIFFERENCES = paragraphs("""
-    - The defaults run a selective-evaluation analysis: the test cases the segmenting model is least
-      sure of are set aside and the rest re-scored (Dice of the retained cases, a risk-coverage
-      curve and its area); the paper removes the most uncertain training cases, retrains, and scores
-      the whole test set (--preset li2026).
-    - The per-case score is the segmenting model's mean normalized predictive entropy over its
-      predicted structures and a one-voxel boundary band; the paper's Aleatoric Uncertainty Value is
-      the entropy of the singular-value energy of class-wise decoded maps from a frozen foundation
-      model (MedSAM2).
-    - The segmentation model is the one given with --param model= (the built-in 3D U-Net by
-      default), not the nnU-Net, Swin-UNETR or U-Mamba networks of the paper.
-""")
+DIFFERENCES = differences("uncertainty")
 
 #: The paper's loop on the built-in trainer (docs/protocols.md "uncertainty preset li2026").
 LI2026 = Preset(
@@ -251,50 +234,7 @@ LI2026 = Preset(
         "Vision Foundation Models, CVPR 2026 (arXiv 2604.10963), and the authors' "
         "released semantic-perception-scale code (github.com/Lry777/CVPR_AUV)"
     ),
-    differences=paragraphs("""
-        - Without --param auv_checkpoint=MedSAM2_CHECKPOINT the decoded maps come from the built-in
-          promptable model (its output probabilities, recorded in auv.json as such), not from a
-          frozen MedSAM2; with a checkpoint they are MedSAM2 mask-decoder logits, as in the paper.
-        - Each class is prompted with the box of its reference mask on the middle slice of its
-          extent (the MedSAM2 recipe) and propagated through the whole volume, so the AUV depends on
-          the reference labels (which classes a case has, where their boxes are); the authors' code
-          feeds the image alone to an unreleased MedSAM2 wrapper (forward_encoder_decoder) that
-          returns every class's map without prompts, which a promptable MedSAM2 cannot do, and calls
-          the AUV label-free.
-        - Each class's decoded volume is resampled linearly to 96 x 96 x 96 (auv_grid) before the
-          SVD, the input size of the authors' example, so every case has 96 singular values whatever
-          its slice count; their wrapper decodes a 96^3 input directly.
-        - A promptable model cannot decode a class that is absent from a case, so such a case sums
-          fewer class scales and looks more uncertain; the paper decodes every class of every sample
-          (--param auv_aggregate=mean averages the classes scored instead).
-        - The energy is the singular values as they are (p = s / sum s), as the authors' released
-          code computes it (--param auv_energy_power=2 takes the squares the paper writes); their
-          code adds 1e-6 to every singular value, which this preset does not, so a zero decoded map
-          has no scale (left out) where theirs scores it 1, the largest.
-        - The segmentation network is the built-in 3D U-Net (8 base channels, patch 32 x 48 x 48,
-          300 iterations by default) trained on a CPU, not nnU-Net trained for 100 epochs with 96^3
-          patches: Dice values are comparable with the paper only in their changes between
-          unfiltered and filtered training, and only for the same data.
-        - The training loss is cross-entropy plus soft Dice over the foreground classes present, and
-          patches are sampled around a class drawn uniformly; the paper uses Dice plus binary
-          cross-entropy with nnU-Net sampling and augmentation (none here).
-        - The DUO condition follows the authors' dynamic_uncertainty_aware_loss (each foreground
-          class's loss divided by 1 + 0.5 S, S the scale of the network's own logits on the patch,
-          not detached; targets times 1 - sigmoid(noise head)), with a base loss of binary
-          cross-entropy plus soft Dice of the softmax probability, because the built-in U-Net is a
-          softmax network; theirs applies binary cross-entropy to per-class sigmoid logits.
-        - Their example detaches the denoised targets and gives the noise head no loss of its own,
-          so it never leaves its random initialization; here the noise head (a 1x1x1 convolution on
-          the last decoder features, starting near 0) is trained, and applied, from half of the
-          iterations on, to mark the labelled voxels whose class the network gives a probability
-          below 0.1 (recipe gap, filled).
-        - Only cases the data set labels as test are scored (or a seeded hold-out when it publishes
-          no labelled test split: LiTS test labels were never released); validation cases are not
-          used for training.
-        - Intensities are clipped to the 0.5-99.5 percentiles of the training foreground and
-          z-scored with its mean and standard deviation for every modality (nnU-Net's CT scheme);
-          nnU-Net z-scores MR images one by one.
-    """),
+    differences=differences("uncertainty li2026"),
 )
 
 
