@@ -1,9 +1,7 @@
 """Fetch catalogue checkpoints once and check them: the one way a model downloads.
 
-:func:`pull` downloads an entry through ``huggingface_hub`` (extra ``models``) at its
-pinned revision, resuming a dropped connection, and checks the file's SHA-256 against the
-hub's published one and the catalogue's; any failure leaves nothing in the cache and ends
-in one line. Nothing else here reaches the network.
+:func:`pull` uses ``huggingface_hub`` (extra ``models``) at the pinned revision; a failure
+leaves nothing in the cache and ends in one line.
 """
 
 from __future__ import annotations
@@ -47,7 +45,6 @@ class HubUnavailable(SegEvalError):
     """The hub cannot be used (offline, unreachable, or not answering as a hub)."""
 
 
-# ----------------------------------------------------------------------------- pulling
 def _import_hub() -> Any:
     try:
         import huggingface_hub
@@ -150,8 +147,7 @@ def _check_room(folder: Path, need: int) -> None:
 
 
 def _relay(hub: Any, progress: Callable[[int, int], None] | None, cancel: Any) -> type:
-    """A ``huggingface_hub`` progress-bar class that reports bytes to ``progress``
-    and raises :class:`Cancelled` when ``cancel`` is set (drawing nothing itself)."""
+    """A silent ``huggingface_hub`` progress bar: bytes to ``progress``, ``cancel`` checked."""
     from huggingface_hub.utils import tqdm as base
 
     class Relay(base):
@@ -314,6 +310,3 @@ def pull(
         "size": size or path.stat().st_size,
         "downloaded": True,
     }
-
-
-__all__ = ["HubUnavailable", "fetch_by_hand", "pull"]

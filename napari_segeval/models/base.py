@@ -173,12 +173,9 @@ def prompt_kind(prompt: Any) -> str:
     """
     from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 
-    if isinstance(prompt, Box):
-        return "box"
-    if isinstance(prompt, Point):
-        return "point"
-    if isinstance(prompt, MaskPrompt):
-        return "mask"
+    for cls, kind in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask")):
+        if isinstance(prompt, cls):
+            return kind
     raise TypeError(f"not a prompt: {type(prompt).__name__}")
 
 

@@ -23,12 +23,11 @@ Order = Literal["forward", "backward"]
 
 
 class StopReason(Enum):
-    """Why a walk ended before the end of the stack (what a person is told).
+    """Why a walk ended before the end of the stack (the value is what a person is told).
 
-    ``EMPTY``: the next mask came out empty; ``CONFIDENCE``: the mean foreground
-    probability fell below the model's calibrated stop; ``IOU``: the decoder's IoU
-    estimate fell below the stop ratio of the prompted slice's (LiteMedSAM). The two
-    last are *quality stops*: the model gave up, the object may go on.
+    ``CONFIDENCE`` (mean foreground probability below the calibrated stop) and ``IOU``
+    (LiteMedSAM's IoU estimate below the stop ratio of the prompted slice's) are
+    *quality stops*: the model gave up, the object may go on.
     """
 
     EMPTY = "the mask ended"
@@ -239,26 +238,11 @@ WALK_DEFAULTS = WalkOptions()
 class WalkOutput:
     """One walk's result, each visited frame kept only where it can differ from ``fill``.
 
-    Parameters
-    ----------
-    frames : list of int
-        Visited frames, in visit order.
-    boxes : list of (y0, x0, y1, x1) or None
-        Each frame's crop; None: the frame is ``fill`` everywhere (after a stop).
-    values : list of tensor or None
-        Each frame's values inside its box.
-    shape : (H, W)
-        The frame size.
-    fill : float
-        The value outside the boxes: 0 for probabilities, ``-inf`` for logits.
-    quality : list of float or None, optional
-        The IoU head's predicted IoU per frame, in visit order.
-    agreement : list of float or None, optional
-        Per frame, the mean Dice between the masks of jittered boxes and its mask.
-    stopped : StopReason, optional
-        A stop the backend made on its own (``IOU``); the frames after it are None.
-    presence : list of float or None, optional
-        The model's probability that the object is on each frame (SAM2's object score).
+    Per visited frame (visit order): ``boxes`` its crop ``(y0, x0, y1, x1)`` (None: all
+    ``fill``, after a stop) and ``values`` its values there; ``fill`` is 0 for
+    probabilities, ``-inf`` for logits. Optional per frame: ``quality`` (the IoU head's
+    estimate), ``agreement`` (mean Dice of jittered boxes' masks with its mask),
+    ``presence`` (SAM2's object score). ``stopped``: a stop the backend made (``IOU``).
 
     Examples
     --------
