@@ -27,11 +27,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Imported:
-    """A module's attribute imported on first use: a backend class or a shipped weights file.
-
-    A backend class builds itself (``from_registry(name, checkpoint, device, precision)``)
-    and declares what it takes without weights (``declared_capabilities()``).
-    """
+    """A module's attribute imported on first use: a backend class or a shipped weights file."""
 
     module: str
     attr: str
@@ -323,7 +319,9 @@ def load_promptable(
                 )
             from napari_segeval.models._cache import checkpoint as pulled
 
-            return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device, prec)
+            return _backend(entry.architecture).from_registry(
+                entry.architecture, pulled(entry.name), device, prec
+            )
         if _FACTORY.match(name):
             model_precision(prec, None, device, name)  # fp32 only: refuse bf16 here
             return resolve_factory(name)()
@@ -337,7 +335,7 @@ def load_promptable(
             f"model {name!r} needs a checkpoint: pass {name}:PATH, or "
             f"--checkpoint PATH on the command line"
         )
-    return _load_named(info, ckpt, device, prec)
+    return _backend(name).from_registry(name, ckpt, device, prec)
 
 
 def _default_checkpoint(info: ModelName) -> Path:
@@ -354,12 +352,9 @@ def _default_checkpoint(info: ModelName) -> Path:
     return _cache.checkpoint(entry.name)
 
 
-def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> PromptableModel:
-    """Build the registry's model ``info`` with ``ckpt`` (None: its own) in ``precision``."""
-    return _backend(info.name).from_registry(info.name, ckpt, device, precision)
-
-
 def _backend(name: str) -> Any:
+    """The class of a promptable name: ``from_registry(name, checkpoint, device, precision)``
+    builds it, ``declared_capabilities()`` says what it takes without weights."""
     backend = PROMPTABLE[name].backend
     assert backend is not None  # every PROMPTABLE row names its class
     return backend.load()

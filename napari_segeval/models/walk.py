@@ -65,9 +65,8 @@ def visit_indices(n_frames: int, key_index: int, order: Order) -> np.ndarray:
     >>> visit_indices(5, 2, "backward").tolist()
     [2, 1, 0]
     """
-    k = n_visited(n_frames, key_index, order)
     step = 1 if order == "forward" else -1
-    return key_index + step * np.arange(k)
+    return key_index + step * np.arange(n_visited(n_frames, key_index, order))
 
 
 @dataclass(frozen=True, eq=False)
@@ -310,28 +309,6 @@ class WalkOutput:
         )
 
 
-@dataclass
-class Tally:
-    """Walk steps done of ``total``, each change reported to ``progress(done, total)``.
-
-    Examples
-    --------
-    >>> t = Tally(3, lambda done, total: print(done, total)); t.add(); t.add(2)
-    1 3
-    3 3
-    """
-
-    total: int
-    progress: Callable[[int, int], None] | None = None
-    done: int = 0
-
-    def add(self, k: int = 1) -> None:
-        """``k`` more steps done (run or skipped)."""
-        self.done += k
-        if self.progress is not None:
-            self.progress(self.done, self.total)
-
-
 def step_walks(
     states: list[Any],
     options: WalkOptions,
@@ -353,7 +330,14 @@ def step_walks(
     skips. Progress counts every visit, run or skipped; ``options.cancel`` is checked
     before each group.
     """
-    tally = Tally(sum(len(s.frames) for s in states), options.progress)
+    total, done = sum(len(s.frames) for s in states), 0
+
+    def add(k: int = 1) -> None:  # k more visits done (run or skipped)
+        nonlocal done
+        done += k
+        if options.progress is not None:
+            options.progress(done, total)
+
     number = {id(s): i for i, s in enumerate(states)}
     for j in range(max((len(s.frames) for s in states), default=0)):
         groups: dict[Any, list] = {}
@@ -365,15 +349,15 @@ def step_walks(
             for s, result in zip(group, step(group, j)):
                 if result is None:
                     s.stopped = True
-                    tally.add(len(s.frames) - j)
+                    add(len(s.frames) - j)
                     continue
                 if options.on_frame is not None:
                     options.on_frame(number[id(s)], s.frames[j], result[0])
-                tally.add()
+                add()
                 if result[1] and options.stop_when_empty and j >= s.last:
                     s.stopped = True
                     if j + 1 < len(s.frames):
-                        tally.add(len(s.frames) - j - 1)
+                        add(len(s.frames) - j - 1)
                         if on_stop is not None:
                             on_stop(s, j + 1)
 
