@@ -102,10 +102,9 @@ class FrameCache:
         for step, frames_read in enumerate(reads):
             for t in frames_read:
                 self._future.setdefault(int(t), deque()).append(step)
-        self.store = store
-        self.retain = store is not None
-        self._kept: dict[int, list] = store.features if store is not None else {}
-        self._size: dict[int, int] = store.size if store is not None else {}
+        self.retain = store is not None  # a store keeps every frame for the next call
+        self.store = store if store is not None else FrameStore()
+        self._kept, self._size = self.store.features, self.store.size
         self.encoded = 0
         self.peak_bytes = 0
         self._fit()
@@ -113,7 +112,7 @@ class FrameCache:
     @property
     def cached_bytes(self) -> int:
         """Bytes of features kept now."""
-        return sum(self._size.values())
+        return self.store.cached_bytes
 
     def _next_read(self, t: int) -> float:
         q = self._future.get(t)
@@ -174,7 +173,4 @@ class FrameCache:
 
     def clear(self) -> None:
         """Drop every cached feature (and the store's)."""
-        self._kept.clear()
-        self._size.clear()
-        if self.store is not None:
-            self.store.clear()
+        self.store.clear()

@@ -170,14 +170,8 @@ def _places(entry: CatalogueEntry, sha: str) -> tuple[list[Path], list[Path]]:
     """The files and the folders (innermost first) a pull of the entry's blob ``sha`` makes."""
     repo = repo_folder(entry, cache_dir())
     locks, blobs, snap = cache_dir() / ".locks" / repo.name, repo / "blobs", snapshot_path(entry)
-    return [snap, blobs / sha, locks / f"{sha}.lock"], [
-        snap.parent,
-        repo / "snapshots",
-        blobs,
-        repo / "refs",
-        repo,
-        locks,
-    ]
+    folders = [snap.parent, repo / "snapshots", blobs, repo / "refs", repo, locks]
+    return [snap, blobs / sha, locks / f"{sha}.lock"], folders
 
 
 def _remove_new(entry: CatalogueEntry, sha: str, before: set[Path]) -> None:

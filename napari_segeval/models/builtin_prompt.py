@@ -67,10 +67,7 @@ def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
         raise content_error(path, what, f"invalid config ({exc})") from None
     fits = f"its config (width={net.width}, depth={net.depth})"
     load_state_strict(net, blob.get("state_dict"), path, what, fits)
-    net.eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
-    return net, config
+    return net.eval().requires_grad_(False), config
 
 
 class BuiltinPromptModel(UnitWindowModel):

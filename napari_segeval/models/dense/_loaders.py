@@ -112,7 +112,7 @@ def load_torchscript(path: Path, device: Any, trust: bool) -> DenseModel | UNet2
 
 
 def load_path(
-    path: Path, device: Any, *, trust_torchscript: bool = False, name: str | None = None
+    path: Path, device: Any, *, trust_torchscript: bool = False
 ) -> DenseModel | UNet2DModel:
     """A dense model from an existing path: nnU-Net folder, TorchScript file or weights file.
 
@@ -129,4 +129,4 @@ def load_path(
         return load_nnunet_folder(path, device)
     if is_torchscript(path):
         return load_torchscript(path, device, trust_torchscript)
-    return load_unet_weights(path, device, name=name)
+    return load_unet_weights(path, device)

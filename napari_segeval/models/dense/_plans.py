@@ -108,7 +108,7 @@ def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: di
         }
     )
     network.eval()
-    for p in network.parameters():
+    for p in network.parameters():  # not requires_grad_(False): ScriptModules lack it
         p.requires_grad_(False)
     return DenseModel(
         network=network.to(device),
