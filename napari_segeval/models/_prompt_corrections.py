@@ -80,11 +80,8 @@ def _click_pass(
     """One click pass on frame ``f`` from ``prior``; None: nothing to refine."""
     h, w = x.shape[1:]
     window = click_window(FramePlan("step", box, mask, points), prior, points, (h, w))
-    if window is None:
-        return None
-    planes = [torch.stack([x[f], x[f], prior, box_plane(box, (h, w), x)])]
-    clicks = [[(c.y, c.x, c.positive) for c in points]]
-    return full(net_pass(net, size, planes, [window], clicks, (h, w))[0], (h, w), x)
+    planes = torch.stack([x[f], x[f], prior, box_plane(box, (h, w), x)])
+    return _pass(net, size, x, planes, window, [[(c.y, c.x, c.positive) for c in points]])
 
 
 def clicked_slice(
@@ -107,12 +104,18 @@ def _step_pass(
     net: Any, size: int, x: torch.Tensor, f: int, g: int, prior: torch.Tensor
 ) -> torch.Tensor | None:
     """A propagation step onto frame ``f`` from frame ``g`` and its mask ``prior``."""
-    h, w = x.shape[1:]
-    window = bbox_window(prior > 0.5)
+    planes = torch.stack([x[f], x[g], prior, torch.zeros_like(prior)])
+    return _pass(net, size, x, planes, bbox_window(prior > 0.5), None)
+
+
+def _pass(
+    net: Any, size: int, x: torch.Tensor, planes: torch.Tensor, window: Any, clicks: Any
+) -> torch.Tensor | None:
+    """One network pass on ``planes`` in ``window``, at full size; None without a window."""
     if window is None:
         return None
-    planes = [torch.stack([x[f], x[g], prior, torch.zeros_like(prior)])]
-    return full(net_pass(net, size, planes, [window], None, (h, w))[0], (h, w), x)
+    shape = (int(x.shape[1]), int(x.shape[2]))
+    return full(net_pass(net, size, [planes], [window], clicks, shape)[0], shape, x)
 
 
 def bridge(

@@ -322,13 +322,11 @@ def step_walks(
     """The step loop of every backend: advance ``states`` together, one frame each per step.
 
     A state has ``frames`` (visit order), ``last`` (visit position of its last conditioning
-    frame) and ``stopped``. At step ``j`` the walks still going run one by one or
-    (``batch``) in groups of equal ``key``: ``step(group, j)`` gives per walk its frame's
-    detached probability (for ``on_frame``) and whether its mask is empty, or None: the
-    walk ended before the frame. With ``options.stop_when_empty`` a walk ends after an
-    empty frame at or past ``last``; ``on_stop(state, j)`` then learns the first visit it
-    skips. Progress counts every visit, run or skipped; ``options.cancel`` is checked
-    before each group.
+    frame) and ``stopped``. ``step(group, j)`` runs the walks still going (one by one, or
+    with ``batch`` in groups of equal ``key``) and gives per walk ``(detached probability,
+    mask empty)``, or None: the walk ended before frame ``j``. With ``stop_when_empty`` a
+    walk ends after an empty frame at or past ``last`` (``on_stop(state, j)``: the first
+    visit it skips). Progress counts every visit, run or skipped.
     """
     total, done = sum(len(s.frames) for s in states), 0
 

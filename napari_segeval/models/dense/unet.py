@@ -31,10 +31,8 @@ class UNetConfig:
 
 
 class UNet3D(nn.Module):
-    """Small 3D U-Net: two 3x3x3 conv + InstanceNorm + LeakyReLU per level.
-
-    Strided-convolution down-sampling, transposed-convolution up-sampling, skip
-    connections by concatenation; returns logits ``(N, num_classes, *spatial)``.
+    """Small 3D U-Net (:func:`~napari_segeval.models._blocks.conv_block` levels, strided
+    down-sampling, transposed up-sampling, skips by concatenation) -> logits.
 
     Examples
     --------
