@@ -86,6 +86,18 @@ class PromptUNet(nn.Module):
         return self.head(h)
 
 
+Region = tuple[int, int, int, int]
+
+
+def bbox(mask: torch.Tensor) -> Region | None:
+    """``(y0, x0, y1, x1)`` of a boolean ``(H, W)`` mask (None when empty)."""
+    fg = mask.nonzero()
+    if fg.shape[0] == 0:
+        return None
+    lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
+    return lo[0], lo[1], hi[0] + 1, hi[1] + 1
+
+
 def window_from_bbox(
     y0: float, x0: float, y1: float, x1: float, context: float = CONTEXT
 ) -> tuple[float, float, float]:
@@ -99,13 +111,9 @@ def window_from_mask(
     mask: torch.Tensor | None, points: Sequence[tuple[float, float, bool]] = ()
 ) -> tuple[float, float, float] | None:
     """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``."""
-    ys, xs = [], []
-    if mask is not None:
-        fg = (mask.detach() > 0.5).nonzero()
-        if fg.shape[0]:
-            lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
-            ys += [lo[0], hi[0]]
-            xs += [lo[1], hi[1]]
+    region = None if mask is None else bbox(mask.detach() > 0.5)
+    ys = [] if region is None else [region[0], region[2] - 1]
+    xs = [] if region is None else [region[1], region[3] - 1]
     for y, x, positive in points:
         if positive:
             ys.append(math.floor(y + 0.5))

@@ -16,6 +16,8 @@ import torch.nn.functional as F
 from napari_segeval.models._prompt_net import (
     CLICK_SIDE,  # noqa: F401 - the click window's side, read from here too
     PromptUNet,
+    Region,
+    bbox,
     click_maps,
     crop,
     paste_theta,
@@ -25,8 +27,6 @@ from napari_segeval.models._prompt_net import (
 from napari_segeval.models.walk import Walk, WalkOptions, WalkOutput, step_walks
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point
-
-Region = tuple[int, int, int, int]
 
 
 @dataclass
@@ -81,15 +81,6 @@ def plan(s: PriorWalk, j: int) -> FramePlan:
     if active:
         return FramePlan("none" if j == 0 else "step", None, None, active)
     return FramePlan("step", None, None, ())
-
-
-def bbox(mask: torch.Tensor) -> Region | None:
-    """``(y0, x0, y1, x1)`` of a boolean ``(H, W)`` mask (None when empty)."""
-    fg = mask.nonzero()
-    if fg.shape[0] == 0:
-        return None
-    lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
-    return lo[0], lo[1], hi[0] + 1, hi[1] + 1
 
 
 def bbox_window(mask: torch.Tensor) -> tuple[float, float, float] | None:
