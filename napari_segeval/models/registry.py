@@ -319,9 +319,7 @@ def load_promptable(
                 )
             from napari_segeval.models._cache import checkpoint as pulled
 
-            return _backend(entry.architecture).from_registry(
-                entry.architecture, pulled(entry.name), device, prec
-            )
+            return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device, prec)
         if _FACTORY.match(name):
             model_precision(prec, None, device, name)  # fp32 only: refuse bf16 here
             return resolve_factory(name)()
@@ -335,7 +333,7 @@ def load_promptable(
             f"model {name!r} needs a checkpoint: pass {name}:PATH, or "
             f"--checkpoint PATH on the command line"
         )
-    return _backend(name).from_registry(name, ckpt, device, prec)
+    return _load_named(info, ckpt, device, prec)
 
 
 def _default_checkpoint(info: ModelName) -> Path:
@@ -350,6 +348,11 @@ def _default_checkpoint(info: ModelName) -> Path:
             f"pass {info.name}:PATH / --checkpoint PATH"
         )
     return _cache.checkpoint(entry.name)
+
+
+def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> PromptableModel:
+    """Build the registry's model ``info`` with ``ckpt`` (None: its own) in ``precision``."""
+    return _backend(info.name).from_registry(info.name, ckpt, device, precision)
 
 
 def _backend(name: str) -> Any:
