@@ -116,8 +116,7 @@ def _unreachable(entry: CatalogueEntry, exc: BaseException) -> SegEvalError:
         return ReadError(
             f"{url(entry, endpoint())}: the hub has no such file ({kind}, HTTP {status})"
         )
-    why = _why(exc, 120)
-    return fetch_by_hand(entry, f"cannot reach the model hub at {endpoint()} ({why})")
+    return fetch_by_hand(entry, f"cannot reach the model hub at {endpoint()} ({_why(exc, 120)})")
 
 
 def _why(exc: BaseException, width: int) -> str:
@@ -297,10 +296,5 @@ def pull(
         atomic_write_text(record_path(entry), digest + "\n", overwrite=True)
     except (OSError, WriteError):
         pass  # the blob's name records it wherever links work
-    return {
-        **result,
-        "path": str(path),
-        "sha256": digest,
-        "size": size or path.stat().st_size,
-        "downloaded": True,
-    }
+    size = size or path.stat().st_size
+    return {**result, "path": str(path), "sha256": digest, "size": size, "downloaded": True}

@@ -128,14 +128,8 @@ def support(
         if rows.numel() == 0 or cols.numel() == 0:
             regions.append((0, 0, 0, 0))
             continue
-        regions.append(
-            (
-                max(int(rows[0]) - 1, 0),
-                max(int(cols[0]) - 1, 0),
-                min(int(rows[-1]) + 2, height),
-                min(int(cols[-1]) + 2, width),
-            )
-        )
+        y0, x0 = max(int(rows[0]) - 1, 0), max(int(cols[0]) - 1, 0)
+        regions.append((y0, x0, min(int(rows[-1]) + 2, height), min(int(cols[-1]) + 2, width)))
     return grid, regions
 
 

@@ -1,11 +1,9 @@
 """The model registry: the names and paths people type, turned into models.
 
-Every caller (the ``segeval`` commands, the viewer, the protocols) calls
-:func:`load_promptable` or :func:`load_dense`; the known names live in :data:`PROMPTABLE`
-and :data:`DENSE` and nowhere else (docs/models.md lists every reference form). Weight
-files are read as data (:func:`~napari_segeval.models._checkpoint.read_checkpoint`), pulled
-ones checked against their SHA-256; nothing is downloaded here and importing this module
-imports neither torch nor any backend.
+Every caller loads through :func:`load_promptable` or :func:`load_dense`; the known names
+live in :data:`PROMPTABLE` and :data:`DENSE` only (docs/models.md lists every reference
+form). Weight files are read as data, pulled ones checked against their SHA-256; nothing
+downloads here, and importing this module imports neither torch nor any backend.
 """
 
 from __future__ import annotations

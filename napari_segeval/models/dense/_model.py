@@ -238,10 +238,7 @@ class DenseModel:
                 ranges.append(scale)
             if stats is not None:
                 data = clip_zscore(data, stats)
-                valid = (
-                    (stats.lower - stats.mean) / stats.std,
-                    (stats.upper - stats.mean) / stats.std,
-                )
+                valid = tuple((v - stats.mean) / stats.std for v in (stats.lower, stats.upper))
                 scale *= stats.std
             else:
                 valid = (float(data.min()), float(data.max()))
