@@ -1,7 +1,6 @@
-"""The U-Net convolution block shared by the built-in networks (2D and 3D).
+"""The U-Net convolution block of the built-in networks (imports torch).
 
-The layout (indices ``0``, ``1``, ``3``, ``4``) fixes the state-dict keys of the shipped
-weight files: do not reorder it. Imports torch: import it only inside functions elsewhere.
+Its layout fixes the shipped weight files' state-dict keys: do not reorder it.
 """
 
 from __future__ import annotations
@@ -22,10 +21,7 @@ _NORMS: dict[str, Callable[[int, int], list[nn.Module]]] = {
 
 
 def conv_block(cin: int, cout: int, *, dims: int, norm: str = "instance") -> nn.Sequential:
-    """``(conv -> norm -> activation) x 2`` for a ``dims``-D U-Net level.
-
-    ``norm="instance"``: InstanceNorm + LeakyReLU(0.01) (dense models); ``"batch"``:
-    BatchNorm + ReLU (the built-in promptable model).
+    """``(conv -> norm -> activation) x 2``: InstanceNorm + LeakyReLU(0.01) or BatchNorm + ReLU.
 
     Examples
     --------
@@ -47,6 +43,3 @@ def conv_block(cin: int, cout: int, *, dims: int, norm: str = "instance") -> nn.
         conv(cout, cout, 3, padding=1, bias=False),
         *normed(dims, cout),
     )
-
-
-__all__ = ["conv_block"]

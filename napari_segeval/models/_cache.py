@@ -1,9 +1,5 @@
-"""Where pulled checkpoints are, and the checks before one is ever read.
-
-Paths follow ``huggingface_hub``'s variables (``HF_HUB_CACHE``/``HF_HOME``,
-``HF_ENDPOINT``, ``HF_HUB_OFFLINE``); :func:`checkpoint` hashes a pulled file against the
-catalogue's (or the hub's recorded) SHA-256 before it is read. No network, no
-``huggingface_hub`` import: downloading is :func:`napari_segeval.models._hub.pull`.
+"""Where pulled checkpoints are (``huggingface_hub``'s variables and layout), and the
+SHA-256 checks before one is read. No network, no ``huggingface_hub`` import.
 """
 
 from __future__ import annotations
@@ -26,7 +22,6 @@ _CHUNK = 8 << 20
 VERIFIED: dict[tuple[str, int, int], str] = {}
 
 
-# ----------------------------------------------------------------------------- places
 def cache_dir(environ: Any = None) -> Path:
     """``huggingface_hub``'s cache folder, from ``environ`` (default ``os.environ``) as it is now.
 
@@ -86,7 +81,6 @@ def local_path(entry: CatalogueEntry, cache: Path | None = None) -> Path | None:
     return path if path.is_file() else None
 
 
-# ----------------------------------------------------------------------------- checks
 def sha256_file(path: str | Path, cancel: Any = None) -> str:
     """The SHA-256 of a file, read in 8 MiB blocks (``cancel`` checked between them)."""
     digest = hashlib.sha256()
@@ -98,8 +92,7 @@ def sha256_file(path: str | Path, cancel: Any = None) -> str:
 
 
 def hashed(path: str | Path, cancel: Any = None) -> str:
-    """:func:`sha256_file` of ``path``, computed once per file state in this process
-    (keyed by path, size and modification time)."""
+    """:func:`sha256_file` of ``path``, once per path, size and mtime in this process."""
     st = Path(path).stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     digest = VERIFIED.get(key) or sha256_file(path, cancel)
@@ -114,8 +107,8 @@ def record_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
 
 
 def recorded_sha256(entry: CatalogueEntry, path: Path) -> str | None:
-    """The hub's SHA-256 of a cached file as recorded: the name of the blob the snapshot
-    links to, else what :func:`pull` wrote (caches without symbolic links copy the blob)."""
+    """The hub's SHA-256 of a cached file: the name of the blob it links to, else what
+    :func:`pull` recorded (caches without symbolic links copy the blob)."""
     if path.is_symlink():
         name = Path(os.path.realpath(path)).name
         if _SHA256.match(name):
@@ -172,19 +165,3 @@ def published_twin(path: Any) -> CatalogueEntry | None:
     same = [e for e in CATALOGUE.values() if e.sha256 and e.size == size]
     digest = hashed(path) if same else None
     return next((e for e in same if e.sha256 == digest), None)
-
-
-__all__ = [
-    "cache_dir",
-    "checkpoint",
-    "endpoint",
-    "hashed",
-    "local_path",
-    "offline",
-    "published_twin",
-    "record_path",
-    "recorded_sha256",
-    "sha256_file",
-    "snapshot_path",
-    "verify",
-]

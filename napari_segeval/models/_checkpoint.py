@@ -1,10 +1,7 @@
-"""The one checkpoint reader: untrusted weight files are read as data, never as code.
+"""The one checkpoint reader: weight files are read as data (``weights_only``), never as code.
 
-Every ``.pt``/``.pth`` file goes through :func:`read_checkpoint`
-(``torch.load(weights_only=True)``, safe from torch 2.10 on) and every failure becomes
-one :class:`~napari_segeval.ReadError` line: not found, not readable, refused (it holds
-pickled Python objects, told apart by reading the pickle opcodes), or content that does
-not fit the model. torch's own error text is never shown (it advises running the code).
+Every failure is one :class:`~napari_segeval.ReadError` line (pickled objects are told
+apart by their opcodes); torch's own error text is never shown (it advises running the code).
 """
 
 from __future__ import annotations
@@ -154,14 +151,3 @@ def load_state_strict(module: Any, state: Any, path: str | Path, what: str, mode
     except (RuntimeError, TypeError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise ReadError(f"{path}: this {what} does not fit {model}: {first}") from None
-
-
-__all__ = [
-    "MIN_TORCH",
-    "check_torch",
-    "code_refused",
-    "contains_code",
-    "content_error",
-    "load_state_strict",
-    "read_checkpoint",
-]

@@ -1,11 +1,7 @@
 """Per-frame encoder outputs shared by every walk of a case, in bounded memory.
 
-:class:`FrameCache` encodes frames in fixed blocks (so a frame's features are the same
-numbers whoever asks first) and, knowing the reading schedule in advance, drops a frame
-after its last read and, over the byte budget, the frame read again furthest in the
-future (Belady's rule). :class:`FrameStore` keeps the features between calls on the same
-frames tensor (bound to its identity and version counter). What a frame's features are
-is the backend's: ``encode(a, b)`` returns a list of tensors per frame of ``a..b-1``.
+Frames are encoded in fixed blocks (the same numbers whoever asks first); over the byte
+budget the frame read again furthest ahead is dropped (Belady's rule).
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ def _nbytes(tensors: list) -> int:
 
 
 class FrameStore:
-    """Features of one frames tensor kept between calls (see the module doc).
+    """Features of one frames tensor kept between calls (bound to its identity and version).
 
     Examples
     --------
@@ -46,8 +42,7 @@ class FrameStore:
         self._key: Any = None
 
     def bind(self, frames: Any, options: Any) -> bool:
-        """Use the store for ``frames`` (with model ``options``): True when it already
-        held them (their features are valid), else it is emptied and bound to them."""
+        """Bind to ``frames`` and model ``options``: True when already bound (features valid)."""
         key = (
             getattr(frames, "_version", None),
             tuple(frames.shape),
@@ -79,7 +74,7 @@ class FrameStore:
 
 
 class FrameCache:
-    """Features of ``n`` frames, each encoded in its fixed block, kept within a budget.
+    """Features of ``n`` frames within a budget; ``encode(a, b)``: a tensor list per frame.
 
     Examples
     --------
@@ -107,10 +102,9 @@ class FrameCache:
         for step, frames_read in enumerate(reads):
             for t in frames_read:
                 self._future.setdefault(int(t), deque()).append(step)
-        self.store = store
-        self.retain = store is not None
-        self._kept: dict[int, list] = store.features if store is not None else {}
-        self._size: dict[int, int] = store.size if store is not None else {}
+        self.retain = store is not None  # a store keeps every frame for the next call
+        self.store = store if store is not None else FrameStore()
+        self._kept, self._size = self.store.features, self.store.size
         self.encoded = 0
         self.peak_bytes = 0
         self._fit()
@@ -118,7 +112,7 @@ class FrameCache:
     @property
     def cached_bytes(self) -> int:
         """Bytes of features kept now."""
-        return sum(self._size.values())
+        return self.store.cached_bytes
 
     def _next_read(self, t: int) -> float:
         q = self._future.get(t)
@@ -179,7 +173,4 @@ class FrameCache:
 
     def clear(self) -> None:
         """Drop every cached feature (and the store's)."""
-        self._kept.clear()
-        self._size.clear()
-        if self.store is not None:
-            self.store.clear()
+        self.store.clear()

@@ -1,9 +1,7 @@
 """Fetch catalogue checkpoints once and check them: the one way a model downloads.
 
-:func:`pull` downloads an entry through ``huggingface_hub`` (extra ``models``) at its
-pinned revision, resuming a dropped connection, and checks the file's SHA-256 against the
-hub's published one and the catalogue's; any failure leaves nothing in the cache and ends
-in one line. Nothing else here reaches the network.
+:func:`pull` uses ``huggingface_hub`` (extra ``models``) at the pinned revision; a failure
+leaves nothing in the cache and ends in one line.
 """
 
 from __future__ import annotations
@@ -47,7 +45,6 @@ class HubUnavailable(SegEvalError):
     """The hub cannot be used (offline, unreachable, or not answering as a hub)."""
 
 
-# ----------------------------------------------------------------------------- pulling
 def _import_hub() -> Any:
     try:
         import huggingface_hub
@@ -119,8 +116,7 @@ def _unreachable(entry: CatalogueEntry, exc: BaseException) -> SegEvalError:
         return ReadError(
             f"{url(entry, endpoint())}: the hub has no such file ({kind}, HTTP {status})"
         )
-    why = _why(exc, 120)
-    return fetch_by_hand(entry, f"cannot reach the model hub at {endpoint()} ({why})")
+    return fetch_by_hand(entry, f"cannot reach the model hub at {endpoint()} ({_why(exc, 120)})")
 
 
 def _why(exc: BaseException, width: int) -> str:
@@ -150,8 +146,7 @@ def _check_room(folder: Path, need: int) -> None:
 
 
 def _relay(hub: Any, progress: Callable[[int, int], None] | None, cancel: Any) -> type:
-    """A ``huggingface_hub`` progress-bar class that reports bytes to ``progress``
-    and raises :class:`Cancelled` when ``cancel`` is set (drawing nothing itself)."""
+    """A silent ``huggingface_hub`` progress bar: bytes to ``progress``, ``cancel`` checked."""
     from huggingface_hub.utils import tqdm as base
 
     class Relay(base):
@@ -174,14 +169,8 @@ def _places(entry: CatalogueEntry, sha: str) -> tuple[list[Path], list[Path]]:
     """The files and the folders (innermost first) a pull of the entry's blob ``sha`` makes."""
     repo = repo_folder(entry, cache_dir())
     locks, blobs, snap = cache_dir() / ".locks" / repo.name, repo / "blobs", snapshot_path(entry)
-    return [snap, blobs / sha, locks / f"{sha}.lock"], [
-        snap.parent,
-        repo / "snapshots",
-        blobs,
-        repo / "refs",
-        repo,
-        locks,
-    ]
+    folders = [snap.parent, repo / "snapshots", blobs, repo / "refs", repo, locks]
+    return [snap, blobs / sha, locks / f"{sha}.lock"], folders
 
 
 def _remove_new(entry: CatalogueEntry, sha: str, before: set[Path]) -> None:
@@ -307,13 +296,5 @@ def pull(
         atomic_write_text(record_path(entry), digest + "\n", overwrite=True)
     except (OSError, WriteError):
         pass  # the blob's name records it wherever links work
-    return {
-        **result,
-        "path": str(path),
-        "sha256": digest,
-        "size": size or path.stat().st_size,
-        "downloaded": True,
-    }
-
-
-__all__ = ["HubUnavailable", "fetch_by_hand", "pull"]
+    size = size or path.stat().st_size
+    return {**result, "path": str(path), "sha256": digest, "size": size, "downloaded": True}

@@ -1,21 +1,8 @@
 """Local corrections of the built-in prompt model: a click that refines a result.
 
-A point after a structure's last box or mask prompt acts on its result, and only where
-the result shares the error:
-
-0. a positive click on a slice the result leaves empty first *bridges* the gap from the
-   nearest slice with a mask by ordinary propagation steps (no confidence stop; not
-   across another prompted slice; dropped when the clicked slice comes out empty);
-1. the clicked slice gets one click pass on its previous mask (its box, if any, and all
-   its points so far);
-2. the click then spreads both ways, at most :data:`MAX_SPREAD` slices, each a click pass
-   on its own previous mask with this click alone; a direction ends before a prompted
-   slice, a slice without a mask, one whose output does not take the click, one below
-   the confidence stop, or one whose change overlaps the previous slice's change by an
-   IoU below :data:`SHARED_CHANGE`.
-
-Slices no pass reaches keep their masks exactly. Imports torch: import it only inside
-functions elsewhere.
+A point after a structure's last box or mask acts on its result only where the result
+shares the error (steps 0-2: :func:`bridge`, :func:`clicked_slice`, :func:`spread`);
+slices no pass reaches keep their masks exactly. Imports torch.
 """
 
 from __future__ import annotations
@@ -36,10 +23,10 @@ from napari_segeval.models._prompt_walks import (
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
-#: A click spreads to the next slice only when the change it makes there overlaps the
-#: change on the slice before by at least this intersection-over-union (module doc).
+#: A click spreads to the next slice only when its change there overlaps the change on
+#: the slice before by at least this IoU (:func:`spread`).
 SHARED_CHANGE = 0.5
-#: A click spreads at most this many slices each way from its own (module doc).
+#: A click spreads at most this many slices each way from its own.
 MAX_SPREAD = 2
 
 
@@ -90,22 +77,20 @@ def _click_pass(
     mask: MaskPrompt | None,
     points: tuple,
 ) -> torch.Tensor | None:
-    """One click pass on frame ``f`` (module doc); None: nothing to refine."""
+    """One click pass on frame ``f`` from ``prior``; None: nothing to refine."""
     h, w = x.shape[1:]
     window = click_window(FramePlan("step", box, mask, points), prior, points, (h, w))
-    if window is None:
-        return None
-    planes = [torch.stack([x[f], x[f], prior, box_plane(box, (h, w), x)])]
-    clicks = [[(c.y, c.x, c.positive) for c in points]]
-    return full(net_pass(net, size, planes, [window], clicks, (h, w))[0], (h, w), x)
+    planes = torch.stack([x[f], x[f], prior, box_plane(box, (h, w), x)])
+    return _pass(net, size, x, planes, window, [[(c.y, c.x, c.positive) for c in points]])
 
 
 def clicked_slice(
     net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: torch.Tensor
 ) -> torch.Tensor | None:
-    """New probabilities ``(H, W)`` of the slice of ``prompts``' last prompt, a point
-    (module doc, step 1). ``previous`` is the slice's previous mask ``(H, W)`` (float).
-    ``None``: nothing to refine (a negative click where the previous mask is empty).
+    """Step 1: the clicked slice's new probabilities ``(H, W)``, one click pass on its
+    ``previous`` mask (float) with its box, if any, and all its points so far.
+
+    None: nothing to refine (a negative click where the previous mask is empty).
     """
     f = int(prompts.prompts[-1].index)
     active = prompts.active(f)
@@ -119,12 +104,18 @@ def _step_pass(
     net: Any, size: int, x: torch.Tensor, f: int, g: int, prior: torch.Tensor
 ) -> torch.Tensor | None:
     """A propagation step onto frame ``f`` from frame ``g`` and its mask ``prior``."""
-    h, w = x.shape[1:]
-    window = bbox_window(prior > 0.5)
+    planes = torch.stack([x[f], x[g], prior, torch.zeros_like(prior)])
+    return _pass(net, size, x, planes, bbox_window(prior > 0.5), None)
+
+
+def _pass(
+    net: Any, size: int, x: torch.Tensor, planes: torch.Tensor, window: Any, clicks: Any
+) -> torch.Tensor | None:
+    """One network pass on ``planes`` in ``window``, at full size; None without a window."""
     if window is None:
         return None
-    planes = [torch.stack([x[f], x[g], prior, torch.zeros_like(prior)])]
-    return full(net_pass(net, size, planes, [window], None, (h, w))[0], (h, w), x)
+    shape = (int(x.shape[1]), int(x.shape[2]))
+    return full(net_pass(net, size, [planes], [window], clicks, shape)[0], shape, x)
 
 
 def bridge(
@@ -135,9 +126,12 @@ def bridge(
     previous: torch.Tensor,
     cancel: Any = None,
 ) -> tuple[dict[int, torch.Tensor], torch.Tensor] | None:
-    """Propagation steps from the nearest slice with a mask to a positive click's
-    empty slice (module doc, step 0): ``(bridged slices -> probabilities, the step's
-    output on the clicked slice)``, or ``None`` when no bridge is made.
+    """Step 0: a positive click on a slice the result leaves empty is reached by ordinary
+    propagation steps from the nearest slice with a mask (no confidence stop, never across
+    a prompted slice, dropped when the clicked slice comes out empty).
+
+    Returns ``(bridged slices -> probabilities, the step's output on the clicked slice)``,
+    or None when no bridge is made.
     """
     point = prompts.prompts[-1]
     f = int(point.index)
@@ -172,7 +166,13 @@ def spread(
     min_confidence: float | None,
     cancel: Any = None,
 ) -> dict[int, torch.Tensor]:
-    """The slices a point's click changes beyond its own slice (module doc, step 2)."""
+    """Step 2: the slices the click changes beyond its own, at most :data:`MAX_SPREAD` each way.
+
+    Each is a click pass on its own previous mask with this click alone; a direction ends
+    before a prompted slice, a slice without a mask, one whose output does not take the
+    click, one below the confidence stop, or one whose change overlaps the previous
+    slice's change by an IoU below :data:`SHARED_CHANGE`.
+    """
     n = x.shape[0]
     point = prompts.prompts[-1]
     f = int(point.index)

@@ -1,11 +1,8 @@
-"""The built-in box/mask-conditioned network and its differentiable crop geometry.
+"""The built-in prompt network and its differentiable crop geometry (imports torch).
 
-The network sees a square window around the object at ``size x size`` pixels, with four
-channels (weights of format 1) or six: the frame, the prior's frame, the prior mask, the
-box mask, and positive and negative click disks (:func:`click_maps`, drawn in window
-pixels). The image channels are standardized with channel 0's window mean/std; windows
-are cut and pasted with ``grid_sample`` so gradients reach the full-size frames. Imports
-torch: import it only inside functions elsewhere.
+Input: a square window at ``size x size`` with 4 channels (format 1) or 6: frame, prior's
+frame, prior mask, box mask, positive and negative click disks (:func:`click_maps`).
+Windows are cut and pasted with ``grid_sample`` so gradients reach the full-size frames.
 """
 
 from __future__ import annotations
@@ -19,16 +16,14 @@ from torch import nn
 
 from napari_segeval.models._blocks import conv_block
 
-#: Window side relative to the object's larger bounding-box side, and the
-#: minimum window side in native pixels.
+#: Window side per larger bounding-box side, and the minimum side (native pixels).
 CONTEXT = 1.6
 MIN_SIDE = 16.0
 #: Radius of a click's disk in window pixels (:func:`click_maps`).
 CLICK_RADIUS = 2.5
 #: Input channels of a network that takes clicks (4: boxes and masks only).
 POINT_CHANNELS = 6
-#: Side (native pixels) of the window around the positive clicks of a frame that has
-#: no output yet (a walk that starts from points only): :func:`window_from_points`.
+#: Window side (native pixels) around the positive clicks of a frame without output yet.
 CLICK_SIDE = 64.0
 
 
@@ -91,6 +86,18 @@ class PromptUNet(nn.Module):
         return self.head(h)
 
 
+Region = tuple[int, int, int, int]
+
+
+def bbox(mask: torch.Tensor) -> Region | None:
+    """``(y0, x0, y1, x1)`` of a boolean ``(H, W)`` mask (None when empty)."""
+    fg = mask.nonzero()
+    if fg.shape[0] == 0:
+        return None
+    lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
+    return lo[0], lo[1], hi[0] + 1, hi[1] + 1
+
+
 def window_from_bbox(
     y0: float, x0: float, y1: float, x1: float, context: float = CONTEXT
 ) -> tuple[float, float, float]:
@@ -104,13 +111,9 @@ def window_from_mask(
     mask: torch.Tensor | None, points: Sequence[tuple[float, float, bool]] = ()
 ) -> tuple[float, float, float] | None:
     """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``."""
-    ys, xs = [], []
-    if mask is not None:
-        fg = (mask.detach() > 0.5).nonzero()
-        if fg.shape[0]:
-            lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
-            ys += [lo[0], hi[0]]
-            xs += [lo[1], hi[1]]
+    region = None if mask is None else bbox(mask.detach() > 0.5)
+    ys = [] if region is None else [region[0], region[2] - 1]
+    xs = [] if region is None else [region[1], region[3] - 1]
     for y, x, positive in points:
         if positive:
             ys.append(math.floor(y + 0.5))
@@ -138,7 +141,8 @@ def refine_window(
     box: tuple[float, float, float, float] | None = None,
     prompt_mask: torch.Tensor | None = None,
 ) -> tuple[float, float, float] | None:
-    """The window of a click pass (the built-in backend's rule)."""
+    """A click pass's window: the box's, the mask prompt's, the output's grown to the
+    positive clicks, else :data:`CLICK_SIDE` around those clicks; None: none."""
     if box is not None:
         return window_from_bbox(*box)
     if prompt_mask is not None:

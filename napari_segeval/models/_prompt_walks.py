@@ -1,13 +1,8 @@
 """Walks of the built-in prompt model: one structure x direction each, advanced together.
 
-Walks share nothing but the frames; at each step their crops can run as one batch
-(``batch=True``, for GPUs: CPU kernels are not bit-identical across batch sizes, so the
-default is one walk at a time). How each prompt acts (docs/design.md, "Prompt sets and
-walks"): a box pass on any box frame, a mask prompt as the output, then one pass per
-point. A click pass's window is the box's, the mask's, the output's bounding box grown to
-the positive clicks, or :data:`CLICK_SIDE` native pixels around them. On volumes the
-points after the last box or mask are corrections (:mod:`._prompt_corrections`). Each
-frame comes back cropped to its window. Imports torch: import it only inside functions.
+Per frame: a box pass on a box frame, a mask prompt as the output, then one pass per point
+(docs/design.md, "Prompt sets and walks"); ``batch=True`` batches the walks' crops (GPUs:
+CPU kernels differ in the last bits across batch sizes). Imports torch.
 """
 
 from __future__ import annotations
@@ -19,27 +14,24 @@ import torch
 import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import (
+    CLICK_SIDE,  # noqa: F401 - the click window's side, read from here too
     PromptUNet,
+    Region,
+    bbox,
     click_maps,
     crop,
     paste_theta,
+    refine_window,
     window_from_bbox,
 )
 from napari_segeval.models.walk import Walk, WalkOptions, WalkOutput, step_walks
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 
-#: Side (native pixels) of the window around positive clicks on a frame that has no
-#: output yet: the network's usual input size at 1:1 scale (module doc).
-CLICK_SIDE = 64.0
-
-Region = tuple[int, int, int, int]
-
 
 @dataclass
 class PriorWalk:
-    """One walk of the built-in or threshold model: frames in visit order, prompts, current
-    prior, window and output."""
+    """One walk's state (built-in or threshold model): its prior, window and outputs so far."""
 
     walk: Walk
     frames: list[int]
@@ -54,7 +46,7 @@ class PriorWalk:
 
 @dataclass
 class FramePlan:
-    """What a walk does on its current frame: the base pass and the clicks after it."""
+    """A walk's passes on its current frame: the base pass, then the clicks."""
 
     base: str  # "step", "box", "mask" or "none"
     box: Box | None
@@ -63,7 +55,7 @@ class FramePlan:
 
 
 def start(x: torch.Tensor, walk: Walk) -> PriorWalk:
-    """The state of ``walk`` on frames ``x`` ``(n, H, W)`` before its start frame."""
+    """The state of ``walk`` on frames ``x`` ``(n, H, W)`` before its first frame."""
     n, h, w = x.shape
     given = walk.prior_on(x.device)
     if given is not None and tuple(given.shape) != (n, h, w):
@@ -79,7 +71,7 @@ def start(x: torch.Tensor, walk: Walk) -> PriorWalk:
 
 
 def plan(s: PriorWalk, j: int) -> FramePlan:
-    """The passes of walk ``s`` on its ``j``-th frame (module doc)."""
+    """The passes of walk ``s`` on its ``j``-th frame."""
     active = s.walk.prompts.active(s.frames[j])
     first = active[0] if active else None
     if isinstance(first, Box):
@@ -91,15 +83,6 @@ def plan(s: PriorWalk, j: int) -> FramePlan:
     return FramePlan("step", None, None, ())
 
 
-def bbox(mask: torch.Tensor) -> Region | None:
-    """``(y0, x0, y1, x1)`` of a boolean ``(H, W)`` mask (None when empty)."""
-    fg = mask.nonzero()
-    if fg.shape[0] == 0:
-        return None
-    lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
-    return lo[0], lo[1], hi[0] + 1, hi[1] + 1
-
-
 def bbox_window(mask: torch.Tensor) -> tuple[float, float, float] | None:
     b = bbox(mask)
     return None if b is None else window_from_bbox(*b)
@@ -108,23 +91,13 @@ def bbox_window(mask: torch.Tensor) -> tuple[float, float, float] | None:
 def click_window(
     p: FramePlan, current: torch.Tensor | None, clicks: tuple, shape: tuple[int, int]
 ) -> tuple[float, float, float] | None:
-    """The window of a click pass (module doc); None: nothing to refine."""
-    if p.box is not None:
-        return window_from_bbox(*box_region(p.box, shape))
-    if p.mask is not None and p.mask.area:
-        return bbox_window(torch.as_tensor(p.mask.mask))
-    region = None if current is None else bbox(current.detach() > 0.5)
-    pos = [c.pixel for c in clicks if c.positive]
-    if region is None and not pos:
-        return None
-    ys = [y for y, _ in pos] + ([region[0], region[2] - 1] if region else [])
-    xs = [x for _, x in pos] + ([region[1], region[3] - 1] if region else [])
-    y0, x0, y1, x1 = min(ys), min(xs), max(ys) + 1, max(xs) + 1
-    if region is not None:
-        return window_from_bbox(y0, x0, y1, x1)
-    cy, cx = (y0 + y1) / 2.0, (x0 + x1) / 2.0
-    side = max(CLICK_SIDE, max(y1 - y0, x1 - x0) * 1.6)
-    return float(cy), float(cx), float(side / 2.0)
+    """The window of a click pass (:func:`~._prompt_net.refine_window`); None: none."""
+    return refine_window(
+        current,
+        [(c.y, c.x, c.positive) for c in clicks],
+        box_region(p.box, shape) if p.box is not None else None,
+        torch.as_tensor(p.mask.mask) if p.mask is not None else None,
+    )
 
 
 def box_region(box: Box, shape: tuple[int, int]) -> Region:
@@ -144,8 +117,7 @@ def box_plane(box: Box | None, shape: tuple[int, int], like: torch.Tensor) -> to
 def support(
     windows: torch.Tensor, size: int, height: int, width: int
 ) -> tuple[torch.Tensor, list[Region]]:
-    """The full paste grid of ``windows`` and, per window, the region where a bilinear
-    paste of ``size x size`` values can be non-zero (one pixel of margin)."""
+    """The paste grid of ``windows`` and per window where a paste can be non-zero (+1 px)."""
     inv = paste_theta(windows, height, width)
     grid = F.affine_grid(inv, [windows.shape[0], 1, height, width], align_corners=False)
     edge = 1.0 + 1.0 / size
@@ -156,23 +128,16 @@ def support(
         if rows.numel() == 0 or cols.numel() == 0:
             regions.append((0, 0, 0, 0))
             continue
-        regions.append(
-            (
-                max(int(rows[0]) - 1, 0),
-                max(int(cols[0]) - 1, 0),
-                min(int(rows[-1]) + 2, height),
-                min(int(cols[-1]) + 2, width),
-            )
-        )
+        y0, x0 = max(int(rows[0]) - 1, 0), max(int(cols[0]) - 1, 0)
+        regions.append((y0, x0, min(int(rows[-1]) + 2, height), min(int(cols[-1]) + 2, width)))
     return grid, regions
 
 
 def paste_regions(
     values: torch.Tensor, windows: torch.Tensor, height: int, width: int
 ) -> list[tuple[Region, torch.Tensor] | None]:
-    """:func:`~._prompt_net.paste` of ``values (B, 1, S, S)``, computed only where it can
-    be non-zero: per window ``(region, (y1 - y0, x1 - x0) values)``, bit for bit the
-    region of the full-size paste (which is exactly 0 elsewhere)."""
+    """:func:`~._prompt_net.paste` of ``values (B, 1, S, S)`` only where it can be non-zero:
+    per window ``(region, values)``, bit for bit that region of the full paste (0 elsewhere)."""
     grid, regions = support(windows.to(values.dtype), values.shape[-1], height, width)
     out: list = []
     for b, (y0, x0, y1, x1) in enumerate(regions):
@@ -254,8 +219,7 @@ def base_pass(
 
 
 def _run(net: Any, size: int, group: list, pieces: list, todo: list, shape: tuple) -> None:
-    """The passes ``todo`` ``(walk i, plane, window, clicks)`` as one batch: walk ``i`` takes
-    the output and keeps the window (while its output stays empty)."""
+    """Run ``todo`` ``(walk i, plane, window, clicks)`` as one batch; walk ``i`` takes output and window."""
     if todo:
         idx, planes, windows, clicks = (list(v) for v in zip(*todo))
         for i, win, piece in zip(idx, windows, net_pass(net, size, planes, windows, clicks, shape)):
@@ -294,7 +258,7 @@ def click_passes(
 
 
 def record(s: PriorWalk, piece: tuple[Region, torch.Tensor] | None, like: torch.Tensor) -> tuple:
-    """Record frame output ``piece`` for walk ``s``: its probability and whether it is empty."""
+    """Record ``piece`` as walk ``s``'s frame output; ``(probability, empty)``."""
     s.boxes.append(None if piece is None else piece[0])
     s.values.append(None if piece is None else piece[1])
     window = None
@@ -313,7 +277,7 @@ def record(s: PriorWalk, piece: tuple[Region, torch.Tensor] | None, like: torch.
 def run(
     net: Any, size: int, x: torch.Tensor, states: list[PriorWalk], batch: bool, options: WalkOptions
 ) -> list[WalkOutput]:
-    """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames)."""
+    """Advance all walks together; each walk's :class:`~.walk.WalkOutput`."""
 
     def step(group: list[PriorWalk], j: int) -> list:
         plans = [plan(s, j) for s in group]

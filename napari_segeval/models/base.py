@@ -1,17 +1,13 @@
 """The promptable-backend interface every prompted model implements.
 
 A backend segments one structure through a stack of frames from its prompt set, one
-:class:`~napari_segeval.models.walk.Walk` (one direction) at a time; the bidirectional
-loop and merging live in :mod:`napari_segeval.propagation` (docs/design.md, "How to add a
-model", says what a backend implements and declares).
-
-``frames`` are in the model's normalized input units (:meth:`PromptableModel.preprocess`)
-at the case's native size; :meth:`PromptableModel.normalize_info` converts an epsilon to
-raw units. A walk returns foreground **probabilities** ``(n_visited, H, W)`` in visit
-order: element ``j`` is frame ``key_index + j`` forward (``n - key_index`` elements) or
-``key_index - j`` backward (``key_index + 1`` elements); frames after an early stop
-(``stop_when_empty``) are zero. With ``grad=True`` the whole walk is differentiable back
-to ``frames`` (the prior passed between steps is the soft probability, no autocast).
+:class:`~napari_segeval.models.walk.Walk` (one direction) at a time; the bidirectional loop
+and merging live in :mod:`napari_segeval.propagation` (docs/design.md, "How to add a model").
+``frames`` are in the model's normalized units (:meth:`PromptableModel.preprocess`) at the
+case's native size. A walk returns foreground **probabilities** ``(n_visited, H, W)`` in
+visit order (:func:`~napari_segeval.models.walk.visit_indices`; zero after an early stop);
+with ``grad=True`` it is differentiable back to ``frames`` (the prior passed between steps
+is the soft probability, no autocast).
 """
 
 from __future__ import annotations
@@ -173,12 +169,9 @@ def prompt_kind(prompt: Any) -> str:
     """
     from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 
-    if isinstance(prompt, Box):
-        return "box"
-    if isinstance(prompt, Point):
-        return "point"
-    if isinstance(prompt, MaskPrompt):
-        return "mask"
+    for cls, kind in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask")):
+        if isinstance(prompt, cls):
+            return kind
     raise TypeError(f"not a prompt: {type(prompt).__name__}")
 
 

@@ -1,9 +1,8 @@
 """The built-in promptable model: a small box-, click- and mask-conditioned U-Net.
 
 Weights with four input channels (format 1) refuse points; the shipped six-channel
-weights (docs/model_cards.md) take clicks. Every modality is mapped to ``[0, 1]`` by
-:func:`napari_segeval.inference.windowing.to_unit` and RGB averaged to grey, so one
-normalized unit is the window width in HU for CT and 255 grey levels for 8-bit video.
+weights take clicks (docs/model_cards.md). Frames are mapped to ``[0, 1]`` grey
+(:class:`~napari_segeval.models.threshold.UnitWindowModel`).
 """
 
 from __future__ import annotations
@@ -14,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._atomic import atomic_path
-from napari_segeval.inference.windowing import to_unit, window_bounds
-from napari_segeval.models.base import Capabilities, Corrections, NormalizeInfo, PromptableModel
+from napari_segeval.models.base import Capabilities, Corrections
 from napari_segeval.models.precision import Precision, model_precision
+from napari_segeval.models.threshold import UnitWindowModel
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,8 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     import torch
 
-WEIGHTS_DIR = Path(__file__).parent / "weights"
-DEFAULT_WEIGHTS = WEIGHTS_DIR / "builtin-prompt.pt"
+DEFAULT_WEIGHTS = Path(__file__).parent / "weights" / "builtin-prompt.pt"
 FORMAT = "napari-segeval/builtin-prompt/1"
 #: ``min_confidence="auto"``: a direction ends at the first slice whose mean foreground
 #: probability is below it (tuned on phantoms: docs/model_cards.md).
@@ -42,12 +40,7 @@ def save_weights(net: Any, path: str | Path, config: dict) -> None:
 
 
 def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
-    """Load the network from a weight file, as data (no code runs on load).
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        Missing, corrupt, unsafe (pickled code) or foreign files, naming the file.
+    """The frozen network and config of a weight file, read as data (ReadError names a bad file).
 
     Examples
     --------
@@ -72,31 +65,17 @@ def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise content_error(path, what, f"invalid config ({exc})") from None
-    load_state_strict(
-        net,
-        blob.get("state_dict"),
-        path,
-        what,
-        f"its config (width={net.width}, depth={net.depth})",
-    )
-    net.eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
-    return net, config
+    fits = f"its config (width={net.width}, depth={net.depth})"
+    load_state_strict(net, blob.get("state_dict"), path, what, fits)
+    return net.eval().requires_grad_(False), config
 
 
-class BuiltinPromptModel(PromptableModel):
-    """Box-prompted propagation with the shipped small U-Net.
-
-    Parameters
-    ----------
-    weights : path, optional
-        Weight file (default: the shipped ``builtin-prompt.pt``).
-    device : str or torch.device, optional
-        ``"auto"`` (default) picks CUDA, then MPS, then CPU.
-    """
+class BuiltinPromptModel(UnitWindowModel):
+    """Propagation with the built-in U-Net: ``weights`` default to the shipped file."""
 
     name = "builtin"
+    grey_input = True
+    info_note = " (clipped)"
     #: Batch the walks of one propagation step through the network: ``None`` = on
     #: CUDA/MPS only (see :meth:`propagate_walks`).
     batch_walks: bool | None = None
@@ -111,53 +90,6 @@ class BuiltinPromptModel(PromptableModel):
         self.net = net.to(self.device)
         self.size = int(self.config.get("size", 64))
         self.weights = Path(weights) if weights is not None else DEFAULT_WEIGHTS
-
-    # -- normalization -------------------------------------------------------------------
-    def preprocess(
-        self,
-        image: np.ndarray,
-        modality: str,
-        window: str | tuple[float, float] | None = None,
-        ct_mapping: str = "window",
-    ) -> torch.Tensor:
-        """Raw ``(n, H, W)`` or ``(n, H, W, 3)`` to float32 ``[0, 1]`` grey ``(n, H, W)``.
-
-        Examples
-        --------
-        >>> m = BuiltinPromptModel(device="cpu")
-        >>> m.preprocess(np.full((2, 4, 4, 3), 255, np.uint8), "US").shape
-        torch.Size([2, 4, 4])
-        """
-        import torch
-
-        arr = np.asarray(image)
-        if arr.ndim == 4 and arr.shape[-1] in (3, 4):
-            arr = arr[..., :3].astype(np.float32).mean(axis=-1)
-        if arr.ndim == 2:
-            arr = arr[None]
-        if arr.ndim != 3:
-            raise ValueError(f"expected (n, H, W) or (n, H, W, 3) frames, got {image.shape}")
-        unit, _, _ = to_unit(arr, modality, window, ct_mapping)
-        return torch.from_numpy(np.ascontiguousarray(unit))
-
-    def normalize_info(
-        self,
-        modality: str,
-        window: str | tuple[float, float] | None = None,
-        image: np.ndarray | None = None,
-        ct_mapping: str = "window",
-    ) -> NormalizeInfo:
-        """One normalized unit = the window width (CT), percentile range (MR) or 255 grey.
-
-        Examples
-        --------
-        >>> BuiltinPromptModel(device="cpu").normalize_info("CT", "abdomen").raw_per_normalized_unit
-        400.0
-        """
-        lo, hi = window_bounds(modality, window, image, ct_mapping)
-        return NormalizeInfo(
-            hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1] (clipped)"
-        )
 
     @classmethod
     def from_registry(
@@ -224,20 +156,12 @@ class BuiltinPromptModel(PromptableModel):
         """A local correction: slice -> new probabilities ``(H, W)`` that ``prompts``' last prompt changes.
 
         ``previous``: the structure's boolean masks ``(n, H, W)`` before it; every other
-        slice keeps them.
-
-        Raises
-        ------
-        napari_segeval.InvalidPromptError
-            A point prompt for weights without click channels.
-        ValueError
-            ``frames`` or ``previous`` of the wrong shape.
+        slice keeps them. A point for weights without click channels: InvalidPromptError.
         """
         import torch
 
         from napari_segeval.models import _prompt_corrections
         from napari_segeval.models._device import autocast_context
-        from napari_segeval.models.walk import Walk
 
         self.check_walks([Walk(prompts.prompts[-1].index, prompts)])
         x = self._frames(frames)
@@ -263,11 +187,6 @@ class BuiltinPromptModel(PromptableModel):
 
         :attr:`batch_walks` batches a step's walks (default: not on a CPU, where batched
         convolutions differ in the last bits); ``options.cache_mb`` does not apply.
-
-        Raises
-        ------
-        napari_segeval.InvalidPromptError
-            A point prompt for weights without click channels.
         """
         import torch
 

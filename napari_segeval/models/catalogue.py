@@ -35,12 +35,9 @@ class CatalogueEntry:
 
     Attributes
     ----------
-    name : str
-        What people type (``"MedSAM2_latest"``, ``"sam2.1-small"``).
-    kind : str
-        Its family, for tables (``"MedSAM2"``, ``"SAM2.1"``).
-    architecture : str
-        The model registry's name of the network that reads it (``"medsam2"``).
+    name, kind, architecture : str
+        What people type (``"MedSAM2_latest"``), its family for tables (``"MedSAM2"``),
+        and the registry's name of the network that reads it (``"medsam2"``).
     repo_id, filename, revision : str
         Where it is on the hub; the revision is a commit, so the file never changes.
     size : int
@@ -170,10 +167,8 @@ class PackagedWeights:
 
     Attributes
     ----------
-    name : str
-        The model registry's name (``"litemedsam"``).
-    kind : str
-        Its family, for tables (``"LiteMedSAM"``).
+    name, kind : str
+        The registry's name (``"litemedsam"``) and its family for tables (``"LiteMedSAM"``).
     distribution, version : str
         The package that carries the file and the version checked here.
     path : str
@@ -182,10 +177,8 @@ class PackagedWeights:
         Exact bytes.
     sha256 : str
         The file's SHA-256, checked before anything reads it.
-    extra : str
-        napari-segeval's extra that installs the package.
-    source : str
-        The weights' authors' page.
+    extra, source : str
+        napari-segeval's extra that installs the package; the weights' authors' page.
     card : ModelCard
         Its model card (with the licence).
     """

@@ -52,12 +52,9 @@ class ModelRecord:
         What people type.
     kind : {"promptable", "dense"}
         Which loader takes it.
-    family : str
-        Its family, for tables (``"MedSAM2"``, ``"built-in (promptable)"``).
-    network : str
-        The registry name of the network that reads its weights.
-    label : str
-        Its name in the viewer's model list.
+    family, network, label : str
+        Its family for tables (``"MedSAM2"``), the registry name of the network that
+        reads its weights, and its name in the viewer's model list.
     weights : Weights
         Where its weights come from.
     entry : CatalogueEntry or None

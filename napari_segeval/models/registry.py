@@ -1,11 +1,9 @@
 """The model registry: the names and paths people type, turned into models.
 
-Every caller (the ``segeval`` commands, the viewer, the protocols) calls
-:func:`load_promptable` or :func:`load_dense`; the known names live in :data:`PROMPTABLE`
-and :data:`DENSE` and nowhere else (docs/models.md lists every reference form). Weight
-files are read as data (:func:`~napari_segeval.models._checkpoint.read_checkpoint`), pulled
-ones checked against their SHA-256; nothing is downloaded here and importing this module
-imports neither torch nor any backend.
+Every caller loads through :func:`load_promptable` or :func:`load_dense`; the known names
+live in :data:`PROMPTABLE` and :data:`DENSE` only (docs/models.md lists every reference
+form). Weight files are read as data, pulled ones checked against their SHA-256; nothing
+downloads here, and importing this module imports neither torch nor any backend.
 """
 
 from __future__ import annotations
@@ -27,11 +25,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Imported:
-    """A module's attribute imported on first use: a backend class or a shipped weights file.
-
-    A backend class builds itself (``from_registry(name, checkpoint, device, precision)``)
-    and declares what it takes without weights (``declared_capabilities()``).
-    """
+    """A module's attribute imported on first use: a backend class or a shipped weights file."""
 
     module: str
     attr: str
@@ -360,6 +354,8 @@ def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -
 
 
 def _backend(name: str) -> Any:
+    """The class of a promptable name: ``from_registry(name, checkpoint, device, precision)``
+    builds it, ``declared_capabilities()`` says what it takes without weights."""
     backend = PROMPTABLE[name].backend
     assert backend is not None  # every PROMPTABLE row names its class
     return backend.load()

@@ -3,7 +3,8 @@
 Each step keeps the pixels brighter than ``level`` (a soft sigmoid, so differentiable)
 inside the previous mask dilated by ``reach``. A box is its frame's previous mask, a mask
 prompt the output, a positive point adds its 4-connected bright region, a negative point
-removes its region of the mask. The reference backend of the propagation tests.
+removes its region of the mask. The reference backend of the propagation tests;
+:class:`UnitWindowModel` is the ``[0, 1]`` input it shares with the built-in model.
 """
 
 from __future__ import annotations
@@ -25,17 +26,69 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
-class ThresholdPromptModel(PromptableModel):
-    """Soft threshold inside the dilated previous mask.
+class UnitWindowModel(PromptableModel):
+    """A backend whose input is raw intensities mapped to ``[0, 1]`` by :func:`to_unit`."""
 
-    Parameters
-    ----------
-    level : float
-        Threshold in normalized units (``[0, 1]``).
-    gain : float
-        Steepness of the soft step.
-    reach : int
-        Dilation of the previous mask in pixels per step.
+    #: Average RGB(A) frames to grey before the mapping (and take one 2D frame).
+    grey_input = False
+    #: Appended to :meth:`normalize_info`'s description.
+    info_note = ""
+
+    def preprocess(
+        self,
+        image: np.ndarray,
+        modality: str,
+        window: str | tuple[float, float] | None = None,
+        ct_mapping: str = "window",
+    ) -> torch.Tensor:
+        """Raw frames to float32 ``[0, 1]`` (:func:`napari_segeval.inference.windowing.to_unit`).
+
+        Examples
+        --------
+        >>> ThresholdPromptModel().preprocess(np.array([[[0, 255]]], np.uint8), "US").tolist()
+        [[[0.0, 1.0]]]
+        >>> from napari_segeval.models.builtin_prompt import BuiltinPromptModel
+        >>> builtin = BuiltinPromptModel(device="cpu")
+        >>> builtin.preprocess(np.full((2, 4, 4, 3), 255, np.uint8), "US").shape
+        torch.Size([2, 4, 4])
+        >>> builtin.normalize_info("CT", "abdomen").raw_per_normalized_unit
+        400.0
+        """
+        import torch
+
+        arr = np.asarray(image)
+        if self.grey_input:
+            if arr.ndim == 4 and arr.shape[-1] in (3, 4):
+                arr = arr[..., :3].astype(np.float32).mean(axis=-1)
+            if arr.ndim == 2:
+                arr = arr[None]
+            if arr.ndim != 3:
+                raise ValueError(f"expected (n, H, W) or (n, H, W, 3) frames, got {image.shape}")
+        unit, _, _ = to_unit(arr, modality, window, ct_mapping)
+        return torch.from_numpy(np.ascontiguousarray(unit))
+
+    def normalize_info(
+        self,
+        modality: str,
+        window: str | tuple[float, float] | None = None,
+        image: np.ndarray | None = None,
+        ct_mapping: str = "window",
+    ) -> NormalizeInfo:
+        """One normalized unit spans the window (CT), percentile range (MR) or 255 grey.
+
+        Examples
+        --------
+        >>> ThresholdPromptModel().normalize_info("US").raw_per_normalized_unit
+        255.0
+        """
+        lo, hi = window_bounds(modality, window, image, ct_mapping)
+        description = f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1]{self.info_note}"
+        return NormalizeInfo(hi - lo, 0.0, 1.0, description)
+
+
+class ThresholdPromptModel(UnitWindowModel):
+    """Soft threshold at ``level`` (normalized units; ``gain``: its steepness) inside the
+    previous mask dilated by ``reach`` pixels per step.
 
     Examples
     --------
@@ -47,8 +100,6 @@ class ThresholdPromptModel(PromptableModel):
     """
 
     name = "threshold"
-    #: It takes every prompt kind (boxes, points, masks); every prompt set propagates
-    #: whole; differentiable; a per-slice prior is taken.
     capabilities = Capabilities(points=True, masks=True, prior_volume=True)
 
     @classmethod
@@ -66,41 +117,6 @@ class ThresholdPromptModel(PromptableModel):
 
         self.level, self.gain, self.reach = float(level), float(gain), int(reach)
         self.device = torch.device(device)
-
-    def preprocess(
-        self,
-        image: np.ndarray,
-        modality: str,
-        window: str | tuple[float, float] | None = None,
-        ct_mapping: str = "window",
-    ) -> torch.Tensor:
-        """Raw frames to ``[0, 1]`` (see :func:`napari_segeval.inference.windowing.to_unit`).
-
-        Examples
-        --------
-        >>> ThresholdPromptModel().preprocess(np.array([[[0, 255]]], np.uint8), "US").tolist()
-        [[[0.0, 1.0]]]
-        """
-        import torch
-
-        return torch.from_numpy(to_unit(np.asarray(image), modality, window, ct_mapping)[0])
-
-    def normalize_info(
-        self,
-        modality: str,
-        window: str | tuple[float, float] | None = None,
-        image: np.ndarray | None = None,
-        ct_mapping: str = "window",
-    ) -> NormalizeInfo:
-        """One normalized unit spans the window (CT), percentile range (MR) or 255 grey.
-
-        Examples
-        --------
-        >>> ThresholdPromptModel().normalize_info("US").raw_per_normalized_unit
-        255.0
-        """
-        lo, hi = window_bounds(modality, window, image, ct_mapping)
-        return NormalizeInfo(hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1]")
 
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
@@ -152,25 +168,17 @@ class ThresholdPromptModel(PromptableModel):
         """One frame: an ordinary step, or its prompts applied in order (module doc)."""
         import torch
 
-        h, w = frame.shape
-        if not active:
-            return self._step(frame, prior)
-        first, points = active[0], active
+        first = active[0] if active else None
         if isinstance(first, MaskPrompt):
-            prob, points = (
-                torch.as_tensor(first.mask, dtype=torch.float32, device=self.device),
-                active[1:],
-            )
+            prob = torch.as_tensor(first.mask, dtype=torch.float32, device=self.device)
         elif isinstance(first, Box):
-            box_mask = torch.as_tensor(
-                first.to_mask((h, w)), dtype=torch.float32, device=self.device
-            )
-            prob, points = self._step(frame, box_mask), active[1:]
-        elif start:
-            prob = torch.zeros((h, w), device=self.device)
+            box = torch.as_tensor(first.to_mask(frame.shape), dtype=torch.float32)
+            prob = self._step(frame, box.to(self.device))
+        elif start and active:
+            prob = torch.zeros(frame.shape, device=self.device)
         else:
             prob = self._step(frame, prior)
-        for p in points:
+        for p in active[1:] if isinstance(first, (MaskPrompt, Box)) else active:
             prob = self._point(frame, prob, p)
         return prob
 

@@ -23,12 +23,11 @@ Order = Literal["forward", "backward"]
 
 
 class StopReason(Enum):
-    """Why a walk ended before the end of the stack (what a person is told).
+    """Why a walk ended before the end of the stack (the value is what a person is told).
 
-    ``EMPTY``: the next mask came out empty; ``CONFIDENCE``: the mean foreground
-    probability fell below the model's calibrated stop; ``IOU``: the decoder's IoU
-    estimate fell below the stop ratio of the prompted slice's (LiteMedSAM). The two
-    last are *quality stops*: the model gave up, the object may go on.
+    ``CONFIDENCE`` (mean foreground probability below the calibrated stop) and ``IOU``
+    (LiteMedSAM's IoU estimate below the stop ratio of the prompted slice's) are
+    *quality stops*: the model gave up, the object may go on.
     """
 
     EMPTY = "the mask ended"
@@ -66,9 +65,8 @@ def visit_indices(n_frames: int, key_index: int, order: Order) -> np.ndarray:
     >>> visit_indices(5, 2, "backward").tolist()
     [2, 1, 0]
     """
-    k = n_visited(n_frames, key_index, order)
     step = 1 if order == "forward" else -1
-    return key_index + step * np.arange(k)
+    return key_index + step * np.arange(n_visited(n_frames, key_index, order))
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,26 +237,11 @@ WALK_DEFAULTS = WalkOptions()
 class WalkOutput:
     """One walk's result, each visited frame kept only where it can differ from ``fill``.
 
-    Parameters
-    ----------
-    frames : list of int
-        Visited frames, in visit order.
-    boxes : list of (y0, x0, y1, x1) or None
-        Each frame's crop; None: the frame is ``fill`` everywhere (after a stop).
-    values : list of tensor or None
-        Each frame's values inside its box.
-    shape : (H, W)
-        The frame size.
-    fill : float
-        The value outside the boxes: 0 for probabilities, ``-inf`` for logits.
-    quality : list of float or None, optional
-        The IoU head's predicted IoU per frame, in visit order.
-    agreement : list of float or None, optional
-        Per frame, the mean Dice between the masks of jittered boxes and its mask.
-    stopped : StopReason, optional
-        A stop the backend made on its own (``IOU``); the frames after it are None.
-    presence : list of float or None, optional
-        The model's probability that the object is on each frame (SAM2's object score).
+    Per visited frame (visit order): ``boxes`` its crop ``(y0, x0, y1, x1)`` (None: all
+    ``fill``, after a stop) and ``values`` its values there; ``fill`` is 0 for
+    probabilities, ``-inf`` for logits. Optional per frame: ``quality`` (the IoU head's
+    estimate), ``agreement`` (mean Dice of jittered boxes' masks with its mask),
+    ``presence`` (SAM2's object score). ``stopped``: a stop the backend made (``IOU``).
 
     Examples
     --------
@@ -326,28 +309,6 @@ class WalkOutput:
         )
 
 
-@dataclass
-class Tally:
-    """Walk steps done of ``total``, each change reported to ``progress(done, total)``.
-
-    Examples
-    --------
-    >>> t = Tally(3, lambda done, total: print(done, total)); t.add(); t.add(2)
-    1 3
-    3 3
-    """
-
-    total: int
-    progress: Callable[[int, int], None] | None = None
-    done: int = 0
-
-    def add(self, k: int = 1) -> None:
-        """``k`` more steps done (run or skipped)."""
-        self.done += k
-        if self.progress is not None:
-            self.progress(self.done, self.total)
-
-
 def step_walks(
     states: list[Any],
     options: WalkOptions,
@@ -361,15 +322,20 @@ def step_walks(
     """The step loop of every backend: advance ``states`` together, one frame each per step.
 
     A state has ``frames`` (visit order), ``last`` (visit position of its last conditioning
-    frame) and ``stopped``. At step ``j`` the walks still going run one by one or
-    (``batch``) in groups of equal ``key``: ``step(group, j)`` gives per walk its frame's
-    detached probability (for ``on_frame``) and whether its mask is empty, or None: the
-    walk ended before the frame. With ``options.stop_when_empty`` a walk ends after an
-    empty frame at or past ``last``; ``on_stop(state, j)`` then learns the first visit it
-    skips. Progress counts every visit, run or skipped; ``options.cancel`` is checked
-    before each group.
+    frame) and ``stopped``. ``step(group, j)`` runs the walks still going (one by one, or
+    with ``batch`` in groups of equal ``key``) and gives per walk ``(detached probability,
+    mask empty)``, or None: the walk ended before frame ``j``. With ``stop_when_empty`` a
+    walk ends after an empty frame at or past ``last`` (``on_stop(state, j)``: the first
+    visit it skips). Progress counts every visit, run or skipped.
     """
-    tally = Tally(sum(len(s.frames) for s in states), options.progress)
+    total, done = sum(len(s.frames) for s in states), 0
+
+    def add(k: int = 1) -> None:  # k more visits done (run or skipped)
+        nonlocal done
+        done += k
+        if options.progress is not None:
+            options.progress(done, total)
+
     number = {id(s): i for i, s in enumerate(states)}
     for j in range(max((len(s.frames) for s in states), default=0)):
         groups: dict[Any, list] = {}
@@ -381,15 +347,15 @@ def step_walks(
             for s, result in zip(group, step(group, j)):
                 if result is None:
                     s.stopped = True
-                    tally.add(len(s.frames) - j)
+                    add(len(s.frames) - j)
                     continue
                 if options.on_frame is not None:
                     options.on_frame(number[id(s)], s.frames[j], result[0])
-                tally.add()
+                add()
                 if result[1] and options.stop_when_empty and j >= s.last:
                     s.stopped = True
                     if j + 1 < len(s.frames):
-                        tally.add(len(s.frames) - j - 1)
+                        add(len(s.frames) - j - 1)
                         if on_stop is not None:
                             on_stop(s, j + 1)
 

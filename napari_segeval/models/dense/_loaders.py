@@ -1,8 +1,6 @@
-"""Load dense models from files: built-in-architecture weights and TorchScript archives.
+"""Dense models from paths: built-in-architecture weights, TorchScript, nnU-Net folders.
 
-:func:`load_path` tells the kinds of path apart (an nnU-Net v2 folder goes to
-:mod:`._nnunet`); names such as ``builtin-ct`` are resolved by
-:func:`napari_segeval.models.registry.load_dense`, the one entry point.
+Names such as ``builtin-ct`` are :func:`napari_segeval.models.registry.load_dense`'s.
 """
 
 from __future__ import annotations
@@ -114,7 +112,7 @@ def load_torchscript(path: Path, device: Any, trust: bool) -> DenseModel | UNet2
 
 
 def load_path(
-    path: Path, device: Any, *, trust_torchscript: bool = False, name: str | None = None
+    path: Path, device: Any, *, trust_torchscript: bool = False
 ) -> DenseModel | UNet2DModel:
     """A dense model from an existing path: nnU-Net folder, TorchScript file or weights file.
 
@@ -131,7 +129,4 @@ def load_path(
         return load_nnunet_folder(path, device)
     if is_torchscript(path):
         return load_torchscript(path, device, trust_torchscript)
-    return load_unet_weights(path, device, name=name)
-
-
-__all__ = ["is_torchscript", "load_path", "load_torchscript", "load_unet_weights"]
+    return load_unet_weights(path, device)

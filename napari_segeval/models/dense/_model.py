@@ -143,16 +143,14 @@ class DenseModel:
         Output channels, background included.
     structures : dict of int to str
         Names of the foreground labels.
-    patch_size : tuple of int
-        Sliding-window patch.
+    patch_size, mirror_axes : tuple of int
+        Sliding-window patch; spatial axes of mirroring test-time augmentation.
     spacing : tuple of float or None
         Spacing the network expects (None: the case's own grid).
     intensity : IntensityStats or None
         Clip/z-score statistics of the first channel (None: no normalization).
     postprocessing : PostprocessConfig
         Default post-processing (organs, lesion thresholds).
-    mirror_axes : tuple of int
-        Spatial axes of mirroring test-time augmentation.
     name : str
         Where it came from (``"builtin-ct"`` or a path).
     device : torch.device
@@ -240,10 +238,7 @@ class DenseModel:
                 ranges.append(scale)
             if stats is not None:
                 data = clip_zscore(data, stats)
-                valid = (
-                    (stats.lower - stats.mean) / stats.std,
-                    (stats.upper - stats.mean) / stats.std,
-                )
+                valid = tuple((v - stats.mean) / stats.std for v in (stats.lower, stats.upper))
                 scale *= stats.std
             else:
                 valid = (float(data.min()), float(data.max()))

@@ -13,6 +13,9 @@ from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalErr
 from napari_segeval.models._checkpoint import content_error, load_state_strict, read_checkpoint
 from napari_segeval.models.dense._plans import model_from_plans
 
+#: Our intensity statistics <- nnU-Net's foreground intensity properties (CTNormalization).
+_CT_STATS = {"lower": "percentile_00_5", "upper": "percentile_99_5", "mean": "mean", "std": "std"}
+
 
 def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> dict:
     """Our plans dict (spacing, patch, channels, intensity, structures) from an nnU-Net v2 folder."""
@@ -44,15 +47,8 @@ def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> d
         scheme = schemes[min(c, len(schemes) - 1)]
         if scheme == "CTNormalization":
             p = plans["foreground_intensity_properties_per_channel"][str(c)]
-            stats.append(
-                {
-                    "lower": p["percentile_00_5"],
-                    "upper": p["percentile_99_5"],
-                    "mean": p["mean"],
-                    "std": p["std"],
-                    "source": str(folder / "plans.json"),
-                }
-            )
+            source = {"source": str(folder / "plans.json")}
+            stats.append({key: p[name] for key, name in _CT_STATS.items()} | source)
         elif scheme != "ZScoreNormalization" or masks[min(c, len(masks) - 1)]:
             raise SegEvalError(f"{folder}: normalization {scheme} (channel {c}) is not supported")
         else:

@@ -108,7 +108,7 @@ def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: di
         }
     )
     network.eval()
-    for p in network.parameters():
+    for p in network.parameters():  # not requires_grad_(False): ScriptModules lack it
         p.requires_grad_(False)
     return DenseModel(
         network=network.to(device),
@@ -126,12 +126,3 @@ def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: di
         channel_intensity=stats if in_channels > 1 else (),
         mr_minmax=None if plans.get("mr_minmax") is None else bool(plans["mr_minmax"]),
     )
-
-
-__all__ = [
-    "BUILTIN_CT_WEIGHTS",
-    "BUILTIN_PLANS",
-    "channel_stats",
-    "model_from_plans",
-    "read_sidecar",
-]

@@ -1,7 +1,4 @@
-"""The dense networks: the built-in 3D U-Net and the 2D U-Net of ``cv5-2d``.
-
-Imports torch: import it only from functions that need a network.
-"""
+"""The dense networks: the built-in 3D U-Net and the 2D U-Net of ``cv5-2d`` (imports torch)."""
 
 from __future__ import annotations
 
@@ -15,19 +12,8 @@ from napari_segeval.models._blocks import conv_block
 
 @dataclass(frozen=True)
 class UNetConfig:
-    """Architecture of :class:`UNet3D`.
-
-    Parameters
-    ----------
-    in_channels : int
-        Input channels (1 for CT).
-    num_classes : int
-        Output channels, background included.
-    base_channels : int
-        Channels of the first level; doubled at every down-sampling.
-    levels : int
-        Resolution levels (``levels - 1`` down-samplings by 2 on every axis).
-    """
+    """Architecture of :class:`UNet3D`: ``num_classes`` counts the background; ``levels - 1``
+    down-samplings by 2 on every axis, ``base_channels`` doubled at each."""
 
     in_channels: int = 1
     num_classes: int = 6
@@ -45,10 +31,8 @@ class UNetConfig:
 
 
 class UNet3D(nn.Module):
-    """Small 3D U-Net: two 3x3x3 conv + InstanceNorm + LeakyReLU per level.
-
-    Strided-convolution down-sampling, transposed-convolution up-sampling, skip
-    connections by concatenation; returns logits ``(N, num_classes, *spatial)``.
+    """Small 3D U-Net (:func:`~napari_segeval.models._blocks.conv_block` levels, strided
+    down-sampling, transposed up-sampling, skips by concatenation) -> logits.
 
     Examples
     --------
@@ -92,13 +76,8 @@ class UNet3D(nn.Module):
 
 
 class UNet2D(nn.Module):
-    """Small 2D U-Net: two 3x3 conv + InstanceNorm + LeakyReLU per level.
-
-    Max-pool down-sampling, transposed-convolution up-sampling, skip connections by
-    concatenation; returns logits ``(N, num_classes, H, W)`` for inputs whose sizes
-    are multiples of ``2 ** (levels - 1)``. Built by
-    :func:`napari_segeval.models.dense.unet2d.build_network`.
-    """
+    """Small 2D U-Net (:func:`~.unet2d.build_network`): like :class:`UNet3D` but max-pool
+    down-sampling; sizes must be multiples of ``2 ** (levels - 1)``."""
 
     def __init__(self, in_channels: int, num_classes: int, width: int, levels: int) -> None:
         super().__init__()

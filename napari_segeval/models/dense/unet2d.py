@@ -1,8 +1,7 @@
 """The ``cv5-2d`` protocol's 2D U-Net model, trained per fold: the runtime part.
 
-Images (grey or RGB) are resized to a fixed size and normalized with the training
-images' per-channel mean and std; logits are resized back. Torch is imported inside
-functions only.
+Images are resized to a fixed size and normalized with the training images' per-channel
+mean and std; logits are resized back.
 """
 
 from __future__ import annotations
@@ -27,29 +26,13 @@ WHAT = "2D U-Net model file"
 
 @dataclass(frozen=True)
 class TrainConfig2D:
-    """Architecture, input size and training recipe of a :class:`UNet2DModel`.
+    """Architecture, input size and training recipe of a :class:`UNet2DModel` (in its file).
 
-    Written into every model file; :func:`napari_segeval.training.unet2d.train_unet2d`
-    follows it.
-
-    Parameters
-    ----------
-    iterations : int
-        Optimizer steps (one mini-batch each).
-    batch_size : int
-        Images per step (drawn with replacement).
-    lr : float
-        Peak AdamW learning rate (cosine decay to 5 % of it).
-    size : tuple of int
-        ``(height, width)`` every image is resized to; multiples of ``2**(levels-1)``.
-    width : int
-        Channels of the first level (doubled at every level).
-    levels : int
-        Resolution levels of the U-Net.
-    seed : int
-        Seeds weight initialization, batch sampling and flips.
-    threads : int
-        torch CPU threads while training and predicting (restored afterwards).
+    :func:`napari_segeval.training.unet2d.train_unet2d` runs ``iterations`` AdamW steps of
+    ``batch_size`` images drawn with replacement, peak ``lr`` with cosine decay to 5 % of
+    it; every image is resized to ``size`` ``(H, W)`` (multiples of ``2**(levels-1)``);
+    ``width``: first-level channels, doubled per level; ``seed`` seeds initialization,
+    sampling and flips; ``threads``: torch CPU threads while training and predicting.
     """
 
     iterations: int = 300
@@ -92,10 +75,8 @@ def build_network(in_channels: int, num_classes: int, width: int = 12, levels: i
 
 
 def as_channels(image: np.ndarray, in_channels: int | None = None) -> np.ndarray:
-    """A 2D grey ``(H, W)`` or colour ``(H, W, C)`` image as float32 ``(C, H, W)``.
-
-    Alpha is dropped; grey is repeated to 3 channels (or colour averaged to 1) when
-    ``in_channels`` asks for it.
+    """A grey ``(H, W)`` or colour ``(H, W, 3|4)`` image as float32 ``(C, H, W)``, alpha dropped,
+    grey repeated (or colour averaged) to ``in_channels``.
 
     Examples
     --------
@@ -150,19 +131,11 @@ def resize2d(t, size, mode: str):
 
 @dataclass
 class UNet2DModel:
-    """A trained 2D U-Net: weights, normalization and what it was trained on.
+    """A trained 2D U-Net, a dense model of the protocols (``segment(case)``).
 
-    ``segment(case)`` makes it a dense model for the evaluation protocols.
-
-    Parameters
-    ----------
-    state_dict : dict
-        Network weights (CPU tensors).
-    meta : dict
-        ``in_channels``, ``num_classes``, ``config`` (:class:`TrainConfig2D` as a dict),
-        ``mean``/``std`` per channel, ``train_cases``, ``structures`` and training stats.
-    device : str, optional
-        Where prediction runs (``"cpu"`` default; None/``"auto"`` picks the best).
+    ``meta``: ``in_channels``, ``num_classes``, ``config`` (:class:`TrainConfig2D` as a
+    dict), per-channel ``mean``/``std``, ``train_cases``, ``structures``, training stats.
+    ``device``: None/``"auto"`` picks the best.
     """
 
     state_dict: dict
@@ -266,14 +239,7 @@ class UNet2DModel:
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: str | None = "cpu") -> UNet2DModel:
-        """Read a file written by :meth:`save` (as data, see
-        :func:`~napari_segeval.models._checkpoint.read_checkpoint`) and check its weights.
-
-        Raises
-        ------
-        napari_segeval.ReadError
-            Missing, corrupt, code-carrying or foreign files, naming the file.
-        """
+        """Read a file of :meth:`save` as data and check its weights (ReadError names a bad file)."""
         from napari_segeval.models._checkpoint import read_checkpoint
 
         return cls.from_checkpoint(read_checkpoint(path, WHAT), path, device)
