@@ -1,5 +1,8 @@
-"""LiteMedSAM's intensity step: raw intensities to the authors' 8-bit grey (module doc of
-:mod:`.model`); one normalized unit is 255 grey levels."""
+"""LiteMedSAM's intensity step: raw intensities to the authors' 8-bit grey.
+
+CT: window edges (or ``ct_mapping="minmax"``, the authors' ``pre_CT_MR.py``); MR/PET: 0.5 and
+99.5 percentiles of the non-zero voxels, zeros kept. One normalized unit is 255 grey levels.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ def video_span(image: np.ndarray | None) -> tuple[float, float]:
 def to_uint8(
     image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
 ) -> np.ndarray:
-    """The authors' intensity step (module doc): raw intensities -> uint8.
+    """Raw intensities -> the authors' uint8 (module doc).
 
     Examples
     --------

