@@ -1,8 +1,6 @@
 """MedSAM2's image-encoder features of a frame stack, shared by every walk of a case.
 
-A frame's features are the ``backbone_fpn`` levels of ``network.forward_image`` on its
-block (position encodings kept once), with ``_prepare_backbone_features`` applied on
-each read; the cache is :mod:`napari_segeval.models._frame_cache`.
+A frame's ``backbone_fpn`` levels (position encodings kept once), prepared on each read.
 """
 
 from __future__ import annotations

@@ -18,20 +18,9 @@ def load_sam2(
 ) -> MedSAM2Model:
     """Load a checkpoint (``{"model": state_dict}``) of a :data:`._build.ARCHITECTURES` network.
 
-    ``image_size`` is that of :func:`._build.build_network`: ``None`` (default) is the
-    network's own input size (512 for MedSAM2, 1024 for SAM2.1), the one its weights were
-    trained at; a smaller size serves tests that compare two implementations on a CPU.
-
-    Raises
-    ------
-    MissingDependencyError
-        The ``medsam2`` extra (``sam2``, ``hydra-core``) is not installed.
-    ReadError
-        One line naming the file: missing, not a readable torch file, refused
-        because it contains pickled Python objects (code), no ``"model"`` entry,
-        weights of another SAM2.1 size, or keys/shapes that do not match ``arch``.
-    SegEvalError
-        torch is older than 2.10.
+    ``image_size`` None: the network's own (512 MedSAM2, 1024 SAM2.1); smaller sizes serve
+    CPU tests. MissingDependencyError without the ``medsam2`` extra; ReadError (one line
+    naming the file) for a missing, unreadable, pickled-code, mismatched or other-size file.
 
     Examples
     --------

@@ -1,8 +1,4 @@
-"""MedSAM2's frame preprocessing: intensities to 8-bit, grey to RGB, Pillow's resize.
-
-Split from :mod:`.model` (which re-exports these names): the steps of MedSAM2's
-scripts before the network sees a frame.
-"""
+"""MedSAM2's frame preprocessing, as its scripts: intensities to 8-bit, RGB, Pillow's resize."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Differentiable image resize with Pillow's bicubic weights.
-
-Pillow's separable Keys cubic (``a = -0.5``, support stretched when shrinking) as one
-weight matrix per axis: ``Image.resize(..., BICUBIC)`` on float images, without the
-uint8 rounding MedSAM2's 8-bit resize has (``resize="pillow"`` is exact).
+"""Differentiable resize with Pillow's bicubic weights (Keys cubic, ``a = -0.5``, support
+stretched when shrinking), one matrix per axis: no uint8 rounding, unlike ``resize="pillow"``.
 """
 
 from __future__ import annotations

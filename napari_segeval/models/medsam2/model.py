@@ -1,11 +1,8 @@
-"""MedSAM2 and SAM2.1 as a :class:`~napari_segeval.models.base.PromptableModel`.
+"""MedSAM2 and SAM2.1 (every network of :data:`._build.ARCHITECTURES`) as a PromptableModel.
 
-One class drives every network of :data:`._build.ARCHITECTURES`; they differ only in the
-network and its input size. Frames are preprocessed in MedSAM2's steps (CT window or MR
-percentiles to 0-255, uint8, RGB, /255, ImageNet mean/std) at native size, resized for
-the network by ``resize``: ``"float"`` (Pillow's bicubic weights, differentiable, no
-uint8 rounding) or ``"pillow"`` (exact, not differentiable); probabilities come back at
-native size (bilinear logits, ``logit > 0`` the mask).
+Frames are preprocessed in MedSAM2's steps at native size, then resized for the network:
+``"float"`` (Pillow's bicubic weights, differentiable) or ``"pillow"`` (exact); logits come
+back at native size (bilinear, ``logit > 0`` the mask).
 """
 
 from __future__ import annotations
@@ -59,26 +56,10 @@ def _resize_mode(resize: str) -> str:
 class MedSAM2Model(PromptableModel):
     """MedSAM2 (SAM2.1 Hiera-tiny, 512 px, 7 memory frames) or SAM2.1 with our propagation loop.
 
-    Parameters
-    ----------
-    network : sam2.modeling.sam2_base.SAM2Base
-        The loaded network (:func:`load_medsam2`, :func:`load_sam2`).
-    device : str or torch.device, optional
-        ``None``/``"auto"``: CUDA, else MPS, else CPU.
-    encode_batch : int
-        Frames per image-encoder block.
-    fill_hole_area : int
-        Fill background holes up to this many low-res pixels (MedSAM2: 8).
-    cache_mb : float, optional
-        MiB of image features kept for reuse (None: unbounded; dropped frames are
-        re-encoded, with the same result).
-    batch_walks : bool, optional
-        Run the walks of one step as one batch (None: not on a CPU, where batched
-        kernels are not bit-identical).
-    resize : {"float", "pillow"}
-        How frames reach the input size; ``"pillow"`` refuses gradients.
-    name : str
-        Its registry name, recorded in results.
+    ``network``: a loaded ``SAM2Base``; ``device`` None: CUDA, else MPS, else CPU;
+    ``fill_hole_area`` in low-res pixels; ``cache_mb``: image features kept (None:
+    unbounded); ``batch_walks`` None: batch a step's walks except on a CPU (batched kernels
+    are not bit-identical there); ``resize="pillow"`` refuses gradients.
     """
 
     name = "medsam2"
@@ -91,7 +72,7 @@ class MedSAM2Model(PromptableModel):
 
     @classmethod
     def from_registry(cls, name: str, checkpoint: Any, device: Any, precision: Any) -> MedSAM2Model:
-        """The registry's ``medsam2`` and ``sam2.1-SIZE`` (another name's published file is refused)."""
+        """The registry's ``medsam2`` and ``sam2.1-SIZE`` (refusing another's published file)."""
         from pathlib import Path
 
         from napari_segeval._errors import ReadError
@@ -157,10 +138,7 @@ class MedSAM2Model(PromptableModel):
     def preprocess(
         self, image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
     ) -> torch.Tensor:
-        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> normalized ``(n, H, W, 3)`` float32.
-
-        ``ct_mapping`` (CT only): ``"window"`` or MedSAM2's ``"minmax"`` (module doc).
-        """
+        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> normalized ``(n, H, W, 3)`` float32."""
         import torch
 
         u8 = to_uint8_range(image, modality, window, ct_mapping)
@@ -176,7 +154,7 @@ class MedSAM2Model(PromptableModel):
         image: np.ndarray | None = None,
         ct_mapping: str = "window",
     ) -> NormalizeInfo:
-        """Raw units per normalized unit (smallest ImageNet std) and the valid range (MR/PET need ``image``)."""
+        """Raw units per normalized unit (smallest ImageNet std) and the range (MR/PET: image)."""
         lo = min((0.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
         hi = max((1.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
         raw_lo, raw_hi = window_bounds(modality, window, image, ct_mapping)
@@ -212,7 +190,7 @@ class MedSAM2Model(PromptableModel):
             return resize_bicubic(x, (self.image_size, self.image_size))
 
     def feature_cache(self) -> FeatureStore:
-        """A cache of image features for one case, to give to every call on its frames."""
+        """A store of one case's image features, for every call on its frames."""
         return FeatureStore()
 
     def propagate_walks(
@@ -229,11 +207,9 @@ class MedSAM2Model(PromptableModel):
     def walk_logits(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
-        """Native-size logits ``(n_visited, H, W)`` of each walk (structure x direction).
+        """Native-size logits ``(n_visited, H, W)`` of each walk (crops: full frames).
 
-        Each walk is SAM2's ``propagate_in_video`` with every prompt of its set given
-        first; crops hold full frames. :attr:`last_run` then holds ``encoded_frames``,
-        ``reused_frames``, ``peak_cache_bytes`` and ``cache_budget_bytes``.
+        Each walk is SAM2's ``propagate_in_video`` with every prompt of its set given first.
         """
         import torch
 
@@ -272,8 +248,7 @@ class MedSAM2Model(PromptableModel):
         shape: tuple[int, int, int],
         options: WalkOptions,
     ) -> list[Any]:
-        """Each walk's state: its rows of logits and ``presence`` and ``quality`` as SAM2
-        heard them (:class:`._walks.MemoryWalk`)."""
+        """Each walk's :class:`._walks.MemoryWalk` after the run."""
         from . import _walks
         from ._condition import condition_structure, reading_order
         from ._features import FrameFeatures
@@ -329,6 +304,4 @@ class MedSAM2Model(PromptableModel):
 
     def _batch(self) -> bool:
         """Batch the walks of a step: :attr:`batch_walks`, or ``None``: on accelerators only."""
-        if self.batch_walks is None:
-            return self.device.type != "cpu"
-        return bool(self.batch_walks)
+        return self.device.type != "cpu" if self.batch_walks is None else bool(self.batch_walks)
