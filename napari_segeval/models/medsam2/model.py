@@ -30,9 +30,9 @@ from ._preprocess import (
     IMAGENET_STD,
     _stack_rgb,
     pillow_resize,
+    resize_bicubic,
     to_uint8_range,
 )
-from ._resize import resize_bicubic
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
