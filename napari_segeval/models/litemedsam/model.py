@@ -8,6 +8,7 @@ straight-through 8-bit roundings, each slice's box from the detached previous ma
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,9 +26,6 @@ from napari_segeval.models.precision import Precision, model_precision
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions, WalkOutput
 from napari_segeval.prompts.box import Box
 
-from . import _challenge
-from ._challenge import Box3D
-
 if TYPE_CHECKING:  # pragma: no cover
     import threading
 
@@ -38,6 +36,49 @@ MIN_SIDE = 8
 #: The quality stop: a walk ends at the first slice after its last prompted one whose
 #: predicted IoU is below this fraction of its last box slice's (docs/model_cards.md).
 STOP_IOU_RATIO = 0.9
+
+
+@dataclass(frozen=True)
+class Box3D:
+    """The challenge's 3D box of one structure: its x/y extent over all slices, its z range.
+
+    ``xyxy`` is inclusive ``(x_min, y_min, x_max, y_max)``; ``z0 <= z1`` inclusive;
+    ``value`` is the structure's number in the challenge's result map (1, 2, ...).
+    """
+
+    label: int
+    value: int
+    xyxy: tuple[int, int, int, int]
+    z0: int
+    z1: int
+
+    @classmethod
+    def from_mask(cls, mask: np.ndarray, label: int, value: int) -> Box3D | None:
+        """The box of a ``(n, H, W)`` mask, or None when it is empty.
+
+        Examples
+        --------
+        >>> m = np.zeros((5, 6, 6), bool); m[1, 1, 2] = m[3, 4, 1] = True
+        >>> Box3D.from_mask(m, 2, 1)
+        Box3D(label=2, value=1, xyxy=(1, 1, 2, 4), z0=1, z1=3)
+        """
+        zs, ys, xs = np.nonzero(mask)
+        if zs.size == 0:
+            return None
+        return cls(
+            int(label),
+            int(value),
+            (int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())),
+            int(zs.min()),
+            int(zs.max()),
+        )
+
+    @property
+    def middle(self) -> int:
+        """The challenge's prompted slice: ``int((z_max - z_min) / 2 + z_min)``."""
+        return int((self.z1 - self.z0) / 2 + self.z0)
+
+
 #: Modalities whose 8-bit grey levels are kept (above 255: stretched from min..max).
 VIDEO = (
     *("us", "endoscopy", "rgb", "video", "xray", "x-ray"),
@@ -358,13 +399,34 @@ class LiteMedSAMModel(PromptableModel):
         cancel: threading.Event | None = None,
         features: FrameStore | None = None,
     ) -> dict[int, np.ndarray]:
-        """The CVPR 2024 challenge's 3D loop (:mod:`._challenge`): each structure's mask."""
+        """The CVPR 2024 challenge's 3D loop (``CVPR24_LiteMedSAM_infer.py``): each structure's
+        ``(n, H, W)`` mask.
+
+        The middle slice takes the 3D box, every other slice of ``[z0, z1]`` the previous
+        result's box (or the 3D box when it is empty); no stop, no post-processing.
+        """
+        from . import _recipe as R
+        from ._chain import Chain
+
         x = self._frames(frames)
         n, h, w = (int(s) for s in x.shape[:3])
-        run = _challenge.chains(boxes, n, (h, w))
+        run = []  # each structure's two chains: up, then down from its middle slice
+        for b in boxes:
+            mid, start = b.middle, R.scale_box(b.xyxy, (h, w))
+            for last, step in ((min(b.z1, n - 1), 1), (max(b.z0, 0), -1)):
+                visits = list(range(mid, last + step, step))
+                run.append(
+                    (b.label, Chain(visits, {mid: start}, 0, stop_empty=False, value=b.value))
+                )
         options = WalkOptions(progress=progress, cancel=cancel, features=features)
         self._run(x, [c for _, c in run], options)
-        return _challenge.masks(run, [b.label for b in boxes], (n, h, w))
+        out = {b.label: np.zeros((n, h, w), bool) for b in boxes}
+        for label, c in run:
+            for f, crop, v in zip(c.frames, c.crops, c.values):
+                if crop is not None:
+                    y0, x0, y1, x1 = crop
+                    out[label][f, y0:y1, x0:x1] |= (v > 0.5).cpu().numpy()
+        return out
 
 
 def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:

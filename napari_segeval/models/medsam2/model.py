@@ -7,6 +7,7 @@ back at native size (bilinear, ``logit > 0`` the mask).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableMo
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
 
 from . import _loop
-from ._build import FILL_HOLE_AREA
+from ._build import ARCHITECTURES, FILL_HOLE_AREA, load_network
 from ._features import DEFAULT_CACHE_MB, FeatureStore
 from ._preprocess import (
     _CT,
@@ -73,13 +74,9 @@ class MedSAM2Model(PromptableModel):
     @classmethod
     def from_registry(cls, name: str, checkpoint: Any, device: Any, precision: Any) -> MedSAM2Model:
         """The registry's ``medsam2`` and ``sam2.1-SIZE`` (refusing another's published file)."""
-        from pathlib import Path
-
         from napari_segeval._errors import ReadError
         from napari_segeval.models._cache import published_twin
         from napari_segeval.models.precision import model_precision
-
-        from ._build import ARCHITECTURES, load_network
 
         model_precision(precision, cls.capabilities, device, name)
         twin = published_twin(checkpoint)
@@ -305,3 +302,42 @@ class MedSAM2Model(PromptableModel):
     def _batch(self) -> bool:
         """Batch the walks of a step: :attr:`batch_walks`, or ``None``: on accelerators only."""
         return self.device.type != "cpu" if self.batch_walks is None else bool(self.batch_walks)
+
+
+def load_sam2(
+    arch: str,
+    path: str | Path,
+    device: Any = None,
+    encode_batch: int = 4,
+    image_size: int | None = None,
+) -> MedSAM2Model:
+    """Load a checkpoint (``{"model": state_dict}``) of a :data:`._build.ARCHITECTURES` network.
+
+    ``image_size`` None: the network's own (512 MedSAM2, 1024 SAM2.1); smaller sizes serve
+    CPU tests. MissingDependencyError without the ``medsam2`` extra; ReadError (one line
+    naming the file) for a missing, unreadable, pickled-code, mismatched or other-size file.
+
+    Examples
+    --------
+    >>> load_sam2("sam2.1-small", "no/such/sam2.1_hiera_small.pt")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.ReadError: no/such/sam2.1_hiera_small.pt: SAM2.1 checkpoint not found
+    """
+    network = load_network(path, arch=arch, image_size=image_size)
+    return MedSAM2Model(
+        network, device=device, encode_batch=encode_batch, name=ARCHITECTURES[arch].name
+    )
+
+
+def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) -> MedSAM2Model:
+    """Load a MedSAM2 checkpoint strictly and safely: :func:`load_sam2` of ``"medsam2"``.
+
+    Examples
+    --------
+    >>> load_medsam2("no/such/MedSAM2_latest.pt")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.ReadError: no/such/MedSAM2_latest.pt: MedSAM2 checkpoint not found
+    """
+    return load_sam2("medsam2", path, device=device, encode_batch=encode_batch)
