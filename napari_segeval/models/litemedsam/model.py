@@ -1,9 +1,8 @@
 """LiteMedSAM as a :class:`~napari_segeval.models.base.PromptableModel`: boxes, slice by slice.
 
-Intensities to 8-bit grey (CT: window edges, or ``ct_mapping="minmax"`` as the authors'
-``pre_CT_MR.py``; MR/PET: 0.5/99.5 percentiles of the non-zero voxels, zeros kept); each
-slice the authors' recipe (:mod:`._recipe`), a walk :mod:`._chain`. ``grad=True``:
-straight-through 8-bit roundings, each slice's box from the detached previous mask.
+Grey levels: CT window edges (or ``"minmax"``, the authors' ``pre_CT_MR.py``), MR/PET 0.5/99.5
+percentiles of the non-zero voxels (zeros kept); slices: :mod:`._recipe`; walks: :mod:`._chain`.
+``grad=True``: straight-through 8-bit roundings, boxes from the detached previous mask.
 """
 
 from __future__ import annotations
