@@ -18,7 +18,7 @@ from . import _loop
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from ._features import FrameFeatures
+    from ._walks import FrameFeatures
 
 #: ``prev_sam_mask_logits`` are clamped to this magnitude (as the predictor does).
 PREV_LOGIT_CLAMP = 32.0

@@ -19,12 +19,12 @@ from napari_segeval.inference.windowing import (
     parse_window,
     window_bounds,
 )
+from napari_segeval.models._frame_cache import DEFAULT_CACHE_MB, FrameStore
 from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableModel
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
 
 from . import _loop
 from ._build import ARCHITECTURES, FILL_HOLE_AREA, load_network
-from ._features import DEFAULT_CACHE_MB, FeatureStore
 from ._preprocess import (
     _CT,
     IMAGENET_MEAN,
@@ -186,9 +186,9 @@ class MedSAM2Model(PromptableModel):
         with off:
             return resize_bicubic(x, (self.image_size, self.image_size))
 
-    def feature_cache(self) -> FeatureStore:
+    def feature_cache(self) -> FrameStore:
         """A store of one case's image features, for every call on its frames."""
-        return FeatureStore()
+        return FrameStore()
 
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
@@ -248,7 +248,6 @@ class MedSAM2Model(PromptableModel):
         """Each walk's :class:`._walks.MemoryWalk` after the run."""
         from . import _walks
         from ._condition import condition_structure, reading_order
-        from ._features import FrameFeatures
 
         n, h, w = shape
         groups: dict[Any, int] = {}
@@ -268,7 +267,7 @@ class MedSAM2Model(PromptableModel):
             store.bind(frames, (self.resize, self.encode_batch, str(self.device)))
         reused = 0 if store is None else len(store)
         cond_frames = {g: reading_order(s) for g, s in sets.items()}
-        feats = FrameFeatures(
+        feats = _walks.FrameFeatures(
             self.network,
             frames,
             self.model_input,
