@@ -2,7 +2,8 @@
 
 A slice takes the person's box, else the previous result's box grown by 3 px in 256 space,
 else (empty result) the last person's box; ``stop_empty``: the chain ends at the first empty
-slice after its last prompted one. Imports torch: import it only inside functions.
+slice after its last prompted one. Chains share one FrameCache and advance together; a
+chain's result is the same alone or beside others. Imports torch: import it in functions.
 """
 
 from __future__ import annotations

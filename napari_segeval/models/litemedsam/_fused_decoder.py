@@ -58,11 +58,8 @@ class FusedDecoder:
                 "tuple[torch.nn.ConvTranspose2d, LayerNorm2d, object, torch.nn.ConvTranspose2d, object]",
                 tuple(dec.output_upscaling),
             )
-            self.up1, self.up_norm, self.up2 = (
-                _transposed(convt1),
-                _Norm.of(norm),
-                _transposed(convt2),
-            )
+            self.up1, self.up2 = _transposed(convt1), _transposed(convt2)
+            self.up_norm = _Norm.of(norm)
         self.dec = dec
 
     @staticmethod
