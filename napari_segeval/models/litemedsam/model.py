@@ -292,15 +292,11 @@ class LiteMedSAMModel(PromptableModel):
         self.last_run = {"encoded_frames": cache.encoded, "reused_frames": reused}
 
     # -- walks ---------------------------------------------------------------------------
-    def check_walks(self, walks: list[Walk]) -> None:
-        """Refuse point and mask prompts (one line naming the model)."""
-        check_prompt_kinds(self.capabilities, walks, self.name)
-
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
         """Several walks, each slice encoded once; crops keep probabilities of at least 1e-5."""
-        self.check_walks(walks)
+        check_prompt_kinds(self.capabilities, walks, self.name)  # boxes only: one line
         if not walks:
             return []
         x = self._frames(frames)
