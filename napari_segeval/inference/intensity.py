@@ -43,16 +43,12 @@ class IntensityStats:
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON)."""
-        d = asdict(self)
-        d["percentiles"] = list(self.percentiles)
-        return d
+        return {**asdict(self), "percentiles": list(self.percentiles)}
 
     @classmethod
     def from_dict(cls, d: dict) -> IntensityStats:
         """Inverse of :meth:`to_dict`."""
-        d = dict(d)
-        d["percentiles"] = tuple(d.get("percentiles", (0.5, 99.5)))
-        return cls(**d)
+        return cls(**{**d, "percentiles": tuple(d.get("percentiles", (0.5, 99.5)))})
 
 
 def foreground_intensity_stats(

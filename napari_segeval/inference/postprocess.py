@@ -101,9 +101,8 @@ class PostprocessConfig:
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON records)."""
-        d = asdict(self)
-        d["lesion_min_mm3"] = {str(k): v for k, v in self.lesion_min_mm3.items()}
-        return d
+        lesion_min_mm3 = {str(k): v for k, v in self.lesion_min_mm3.items()}
+        return {**asdict(self), "lesion_min_mm3": lesion_min_mm3}
 
 
 def postprocess(

@@ -178,12 +178,8 @@ class MedSAM2Model(PromptableModel):
                     "resize='pillow' is not differentiable: use resize='float' for attacks"
                 )
             return pillow_resize(x, self.image_size)
-        off = (
-            torch.autocast(device_type="cuda", enabled=False)
-            if x.device.type == "cuda"
-            else contextlib.nullcontext()
-        )
-        with off:
+        cuda = x.device.type == "cuda"
+        with torch.autocast("cuda", enabled=False) if cuda else contextlib.nullcontext():
             return resize_bicubic(x, (self.image_size, self.image_size))
 
     def feature_cache(self) -> FrameStore:
