@@ -1,8 +1,7 @@
 """Foreground intensity statistics, percentile clipping and z-scoring (nnU-Net CT scheme).
 
-Statistics come from the voxels under the reference labels of a training set; one
-normalized unit is ``std`` raw units (HU for CT). Multi-channel images have one set per
-channel; ROG's MR handling (Daza et al. 2021) min-max scales each channel first.
+From the voxels under a training set's reference labels, one set per channel (ROG's MR
+handling, Daza et al. 2021, min-max scales each channel first).
 """
 
 from __future__ import annotations
@@ -17,12 +16,8 @@ from napari_segeval._errors import SegEvalError
 
 @dataclass(frozen=True)
 class IntensityStats:
-    """Foreground statistics used by :func:`clip_zscore`, in raw units.
-
-    ``lower``/``upper`` are the clip bounds (by default the 0.5 and 99.5 foreground
-    percentiles); ``n_voxels`` the foreground voxels they came from; ``source`` where
-    they came from (a task folder, "given", ...).
-    """
+    """Foreground statistics of :func:`clip_zscore` in raw units: clip bounds (the
+    ``percentiles``), the voxel count and their ``source`` (a task folder, "given", ...)."""
 
     lower: float
     upper: float
@@ -48,16 +43,12 @@ class IntensityStats:
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON)."""
-        d = asdict(self)
-        d["percentiles"] = list(self.percentiles)
-        return d
+        return {**asdict(self), "percentiles": list(self.percentiles)}
 
     @classmethod
     def from_dict(cls, d: dict) -> IntensityStats:
         """Inverse of :meth:`to_dict`."""
-        d = dict(d)
-        d["percentiles"] = tuple(d.get("percentiles", (0.5, 99.5)))
-        return cls(**d)
+        return cls(**{**d, "percentiles": tuple(d.get("percentiles", (0.5, 99.5)))})
 
 
 def foreground_intensity_stats(
@@ -66,11 +57,8 @@ def foreground_intensity_stats(
     max_per_case: int | None = 100_000,
     source: str = "given",
 ) -> IntensityStats:
-    """Statistics of the voxels under ``labels > 0`` over ``(image, labels)`` pairs: clip
-    bounds at the 0.5 and 99.5 percentiles, mean and standard deviation.
-
-    ``max_per_case`` foreground voxels per case are drawn at random (seed 0; None: all).
-    """
+    """Statistics of the voxels under ``labels > 0`` over ``(image, labels)`` pairs, at most
+    ``max_per_case`` of a case drawn at random (seed 0; None: all)."""
     rng = np.random.default_rng(0)
     chunks = [_foreground_sample(image, labels, rng, max_per_case) for image, labels in pairs]
     return _stats_of(chunks, source)
@@ -103,9 +91,8 @@ def clip_zscore(image: np.ndarray, stats: IntensityStats) -> np.ndarray:
 
 
 def minmax_scale(image: np.ndarray) -> tuple[np.ndarray, float]:
-    """``(image - min) / (max - min)`` as float32, and ``max - min`` (raw units per scaled unit).
-
-    ROG's MR step; a constant image maps to 0 with a range of 1 (their code divides by zero).
+    """``(image - min) / (max - min)`` as float32, and ``max - min``: ROG's MR step (a
+    constant image: 0 and 1, where their code divides by zero).
 
     Examples
     --------
@@ -130,9 +117,8 @@ def channel_intensity_stats(
     max_per_case: int | None = 100_000,
     source: str = "given",
 ) -> tuple[IntensityStats, ...]:
-    """:func:`foreground_intensity_stats` per channel of ``(image (C, *spatial), labels)`` pairs.
-
-    ``minmax`` scales every channel of every image to [0, 1] first (:func:`minmax_scale`).
+    """:func:`foreground_intensity_stats` per channel of ``(image (C, *spatial), labels)``
+    pairs; ``minmax``: each channel through :func:`minmax_scale` first.
 
     Examples
     --------

@@ -22,10 +22,8 @@ def _structure(ndim: int, connectivity: int | None) -> np.ndarray:
 def keep_largest_component(
     labels: np.ndarray, label_ids: Iterable[int], *, connectivity: int | None = None
 ) -> np.ndarray:
-    """Keep only the largest connected component of each label (the rest become 0).
-
-    ``connectivity`` is scipy's (1 = faces; default full).
-    """
+    """Keep only the largest connected component of each label (scipy's ``connectivity``:
+    1 faces, default full)."""
     out = labels.copy()
     st = _structure(labels.ndim, connectivity)
     for k in label_ids:
@@ -52,12 +50,8 @@ def remove_small_components(
     *,
     mode: LesionMode = "remove",
 ) -> tuple[np.ndarray, int]:
-    """Drop (or merge) components (full connectivity) of ``label_id`` below ``min_volume_mm3``.
-
-    ``mode="remove"`` sets them to background; ``"merge"`` to the most frequent other
-    non-zero label touching them (background when none). Returns the cleaned map and
-    the number of components changed.
-    """
+    """Set components of ``label_id`` below ``min_volume_mm3`` to background, or (``merge``)
+    to the most frequent other label touching them; also the number changed."""
     if mode not in ("remove", "merge"):
         raise ValueError(f"mode must be 'remove' or 'merge', got {mode!r}")
     st = _structure(labels.ndim, None)
@@ -82,10 +76,8 @@ def largest_component_volume(labels: np.ndarray, label_id: int, spacing: Sequenc
 def min_volume_from_references(
     references: Iterable[tuple[np.ndarray, Sequence[float]]], label_ids: Iterable[int]
 ) -> dict[int, float]:
-    """nnU-Net v1 threshold: smallest largest-component volume per label over references.
-
-    Cases without the label are skipped; labels never seen map to 0.
-    """
+    """nnU-Net v1's threshold: the smallest largest-component volume per label over
+    references that have it (0: never seen)."""
     ids = [int(k) for k in label_ids]
     best: dict[int, float] = {k: np.inf for k in ids}
     for labels, spacing in references:
@@ -109,9 +101,8 @@ class PostprocessConfig:
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON records)."""
-        d = asdict(self)
-        d["lesion_min_mm3"] = {str(k): v for k, v in self.lesion_min_mm3.items()}
-        return d
+        lesion_min_mm3 = {str(k): v for k, v in self.lesion_min_mm3.items()}
+        return {**asdict(self), "lesion_min_mm3": lesion_min_mm3}
 
 
 def postprocess(

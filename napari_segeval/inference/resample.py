@@ -1,9 +1,7 @@
 """Resampling of volumes to a target spacing and back (nnU-Net style).
 
-Grids are edge aligned: the output covers the source's extent (``shape * spacing``),
-so its spacing is ``extent / new_shape`` and a round trip lands on the source voxel
-centres. Anisotropic data (spacing ratio above ``anisotropy_threshold``) use nearest
-neighbour along the thick-slice axis, as nnU-Net does.
+Grids are edge aligned (spacing ``extent / new_shape``: a round trip lands on the source
+voxel centres); anisotropic data use nearest neighbour along the thick-slice axis.
 """
 
 from __future__ import annotations
@@ -20,12 +18,8 @@ ANISOTROPY_THRESHOLD = 3.0
 
 @dataclass(frozen=True)
 class ResampleInfo:
-    """What :func:`resample_image` did (recorded with results).
-
-    ``shape``/``spacing`` are the grid after resampling (``spacing`` exact: ``extent /
-    shape``); ``slice_axis`` was resampled with nearest neighbour (anisotropic data);
-    ``order`` is the image's spline order.
-    """
+    """What :func:`resample_image` did (recorded with results): ``shape``/``spacing`` after
+    it, ``slice_axis`` resampled with nearest neighbour, the image's spline ``order``."""
 
     source_shape: tuple[int, ...]
     source_spacing: tuple[float, ...]
@@ -73,9 +67,8 @@ def _zoom_axes(
 def resample_to_shape(
     array: np.ndarray, shape: Sequence[int], *, order: int, slice_axis: int | None = None
 ) -> np.ndarray:
-    """Resample the spatial ``array`` to ``shape`` (edge-aligned; ``slice_axis`` nearest).
-
-    Output dtype: float32 for ``order > 0``, the input dtype for ``order == 0``.
+    """Resample ``array`` to ``shape`` (``slice_axis`` nearest): float32, or for ``order``
+    0 the input dtype.
 
     Examples
     --------
@@ -99,12 +92,9 @@ def resample_image(
     *,
     order: int = 3,
 ) -> tuple[np.ndarray, ResampleInfo]:
-    """Resample a spatial intensity volume (mm spacings) to ``target_spacing``.
-
-    ``order`` is the spline order (3 cubic, 1 linear); the thick axis of anisotropic
-    data (spacing ratio above :data:`ANISOTROPY_THRESHOLD`) uses nearest neighbour.
-    Returns float32 data and the record :func:`resample_back` needs.
-    """
+    """Resample an intensity volume (mm spacings) to float32 at ``target_spacing``, and the
+    record :func:`resample_back` needs; ``order`` is the spline order, the thick axis
+    (spacing ratio above :data:`ANISOTROPY_THRESHOLD`) nearest neighbour."""
     spacing = tuple(float(s) for s in spacing)
     target = tuple(float(t) for t in target_spacing)
     shape = resampled_shape(image.shape, spacing, target)
@@ -123,10 +113,8 @@ def resample_labels(labels: np.ndarray, info: ResampleInfo) -> np.ndarray:
 def resample_back(
     array: np.ndarray, info: ResampleInfo, *, order: int = 1, channel_axis: int | None = None
 ) -> np.ndarray:
-    """Map an array on the resampled grid back to the source grid of ``info``.
-
-    ``order=1`` for probabilities, ``order=0`` for labels; ``channel_axis`` is looped over.
-    """
+    """Map an array back to the source grid of ``info`` (``order`` 1: probabilities, 0:
+    labels; ``channel_axis`` looped over)."""
     if channel_axis is not None:
         moved = np.moveaxis(array, channel_axis, 0)
         out = np.stack([resample_back(c, info, order=order) for c in moved])

@@ -1,10 +1,5 @@
-"""Gaussian-weighted sliding-window inference (differentiable, MONAI-compatible).
-
-Placement and weights follow MONAI's ``sliding_window_inference`` (``"gaussian"``,
-constant padding): small images are zero-padded symmetrically, the step is
-``int(patch * (1 - overlap))`` with the last window ending at the image end, weights
-are 1D Gaussians with ``sigma = patch / 8`` floored at ``min_weight``, and overlaps are
-averaged by weight. Logits are blended; gradients flow to the input.
+"""Gaussian-weighted sliding-window inference, differentiable, as MONAI's
+``sliding_window_inference`` (``"gaussian"``, constant padding) places and weights windows.
 """
 
 from __future__ import annotations
@@ -43,12 +38,9 @@ def window_grid(
 def gaussian_weights(
     patch: Sequence[int], sigma_scale: float = 0.125, min_weight: float = 1e-3
 ) -> np.ndarray:
-    """Gaussian importance map of a patch (peak 1 at the centre), float32.
-
-    ``sigma_scale``: the std per axis as a fraction of the patch size. ``min_weight``:
-    the floor (MONAI: 1e-3; ``0``: only zero weights become the smallest positive
-    one, as nnU-Net).
-    """
+    """Gaussian importance map of a patch (peak 1), float32; ``sigma_scale`` of the patch
+    size, floored at ``min_weight`` (MONAI: 1e-3; 0: zeros become the smallest positive
+    weight, as nnU-Net)."""
     import torch
 
     t = None
@@ -78,16 +70,12 @@ def sliding_window_logits(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> torch.Tensor:
-    """Blend ``predictor`` outputs over Gaussian-weighted windows of ``image``.
+    """Blend ``predictor`` outputs ``(B, K, *patch)`` over Gaussian-weighted windows of
+    ``image`` ``(N, C, *spatial)``: float32 ``(N, K, *spatial)``, differentiable.
 
-    ``predictor`` maps a batch ``(B, C, *patch)`` to ``(B, K, *patch)``; ``image`` is
-    ``(N, C, *spatial)``; ``overlap`` in [0, 1) is the fraction of a window shared with
-    its neighbour; ``batch_size`` windows go to one predictor call; every combination
-    of flips of ``mirror_axes`` (spatial) is predicted and averaged.
-    ``accumulate_device`` holds the full-size accumulators (default the image's;
-    ``"cpu"`` bounds accelerator memory to one batch of windows). ``progress(done,
-    total)`` is called after each batch, ``cancel`` checked before each. Returns
-    ``(N, K, *spatial)`` float32, differentiable w.r.t. ``image``.
+    ``overlap``: the fraction a window shares with its neighbour; every combination of
+    flips of ``mirror_axes`` is averaged; ``accumulate_device="cpu"`` bounds accelerator
+    memory to one batch of windows; ``progress(done, total)`` after each batch.
     """
     import torch
     import torch.nn.functional as F

@@ -1,10 +1,8 @@
 """CT windows and MR percentile clipping to the 0-255 range MedSAM2-style models expect.
 
-A CT window is ``(level, width)`` in HU, mapped onto ``[0, 255]`` by ``ct_mapping``:
-``"window"`` (default) maps the window edges to 0 and 255, so one HU value always gets
-one grey level; ``"minmax"`` (MedSAM2's scripts) clips to the window, then min-max
-rescales the clipped volume (the two differ when the volume does not reach both edges).
-MR and other images: 0.5-99.5 percentiles of the non-zero voxels, as MedSAM2 does.
+``ct_mapping="window"`` maps a ``(level, width)`` window's edges to 0 and 255 (one HU, one
+grey level); ``"minmax"`` (MedSAM2's scripts) min-max rescales the clipped volume. MR and
+others: the 0.5-99.5 percentiles of the non-zero voxels, as MedSAM2 does.
 """
 
 from __future__ import annotations
@@ -31,9 +29,8 @@ CT_MAPPINGS = ("window", "minmax")
 def ct_bounds(
     hu: np.ndarray | None, level: float, width: float, ct_mapping: str = "window"
 ) -> tuple[float, float]:
-    """Raw HU mapped to 0 and 255 for one window and ``ct_mapping`` (``hu`` for ``"minmax"``).
-
-    A constant clipped volume gives ``(v, v)`` (all 0, where MedSAM2 divides by zero).
+    """Raw HU mapped to 0 and 255 (``hu`` for ``"minmax"``; a constant clipped volume gives
+    ``(v, v)``: all 0, where MedSAM2 divides by zero).
 
     Examples
     --------
@@ -58,11 +55,8 @@ def ct_bounds(
 
 
 def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
-    """Parse a window into ``(level, width)``; SegEvalError for anything else.
-
-    ``spec``: a preset of :data:`CT_WINDOWS` (any case), ``"W,L"`` such as ``"400,40"``
-    (width first, as radiologists write ``W/L``), or a pair ``(width, level)``.
-    """
+    """``(level, width)`` of a preset of :data:`CT_WINDOWS` (any case), ``"W,L"`` such as
+    ``"400,40"`` (width first, as radiologists write ``W/L``) or a pair ``(width, level)``."""
     if isinstance(spec, str):
         key = spec.strip().lower()
         if key in CT_WINDOWS:
@@ -123,10 +117,8 @@ def mr_bounds(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> tup
 
 
 def mr_clip(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> np.ndarray:
-    """Clip to percentiles of the non-zero voxels and scale to float32 ``[0, 255]``.
-
-    An all-zero image, or one constant after clipping, maps to all zeros.
-    """
+    """Clip to percentiles of the non-zero voxels and scale to float32 ``[0, 255]`` (a
+    constant clipped image: all zeros)."""
     arr = check_finite(np.asarray(image, dtype=np.float64))
     lo, hi = mr_bounds(arr, lower, upper)
     return _to_255(arr, (lo, hi), lo, hi)
@@ -138,12 +130,9 @@ def window_bounds(
     image: np.ndarray | None = None,
     ct_mapping: str = "window",
 ) -> tuple[float, float]:
-    """Raw intensities mapped to 0 and 1 (MedSAM2-style normalization) for ``modality``.
-
-    CT: the window edges (default abdomen) or, with ``"minmax"``, the clipped image's
-    extremes (a constant gives ``(v, v + 1e-6)``). MR/PET: the 0.5 and 99.5 percentiles
-    of the non-zero voxels of ``image`` (required). Anything else: ``(0, 255)``.
-    """
+    """Raw intensities mapped to 0 and 1 for ``modality``: CT as :func:`ct_bounds` (a
+    constant: ``(v, v + 1e-6)``), MR/PET as :func:`mr_bounds` of ``image`` (required),
+    anything else ``(0, 255)``."""
     mod = (modality or "other").upper()
     if mod == "CT":
         level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
@@ -165,10 +154,8 @@ def to_unit(
     window: str | Sequence[float] | None = None,
     ct_mapping: str = "window",
 ) -> tuple[np.ndarray, float, float]:
-    """Map ``image`` to float32 ``[0, 1]`` with a CT window or a percentile clip.
-
-    Returns the clipped array and the raw values ``low, high`` mapped to 0 and 1.
-    """
+    """``image`` as float32 in ``[0, 1]`` (:func:`window_bounds`) and the raw values mapped
+    to 0 and 1."""
     arr = check_finite(np.asarray(image))
     lo, hi = window_bounds(modality, window, arr, ct_mapping)
     unit = (arr.astype(np.float32) - np.float32(lo)) / np.float32(hi - lo)

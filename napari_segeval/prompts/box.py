@@ -1,10 +1,7 @@
 """Box prompts: one rectangle on one slice/frame for one structure.
 
-A :class:`Box` is ``(y0, x0, y1, x1)`` in array indices of slice/frame ``index``,
-inclusive-exclusive (a one-pixel object at ``(5, 7)`` has the box ``(5, 7, 6, 8)``).
-napari rectangles are four corner vertices at pixel centres, slice coordinate first
-(``[[z, y0, x0], [z, y0, x1 - 1], ...]``): :meth:`Box.to_napari` and
-:meth:`Box.from_napari` convert.
+Inclusive-exclusive array indices (a one-pixel object at ``(5, 7)`` has the box ``(5, 7, 6,
+8)``); napari rectangles are corner vertices at pixel centres (``[[z, y0, x0], ...]``).
 """
 
 from __future__ import annotations

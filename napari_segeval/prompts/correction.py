@@ -1,16 +1,7 @@
 """The simulated correction of an interactive evaluation: where a person would click next.
 
-A pure function of the prediction and the reference, so a round is reproducible; the
-rule (worst slice, larger error region, most interior pixel or the reference's box) is
-stated in docs/protocols.md, "interactive".
-
-Examples
---------
->>> ref = np.zeros((3, 8, 8), bool); ref[:, 1:7, 1:7] = True
->>> pred = ref.copy(); pred[2, 1:7, 1:5] = False          # slice 2 misses 24 pixels
->>> c = next_correction(ref, pred, label=3)
->>> c.prompt, (c.n_fn, c.n_fp)
-(Point(y=2.0, x=2.0, index=2, label=3, positive=True), (24, 0))
+A pure function of the prediction and the reference (a round is reproducible); the rule
+is in docs/protocols.md, "interactive".
 """
 
 from __future__ import annotations
@@ -62,18 +53,15 @@ def slice_errors(reference: np.ndarray, prediction: np.ndarray) -> tuple[np.ndar
         raise ValueError(
             f"expected two (n, H, W) masks of one shape, got {ref.shape} and {pred.shape}"
         )
-    fn = (ref & ~pred).reshape(ref.shape[0], -1).sum(axis=1)
-    fp = (pred & ~ref).reshape(ref.shape[0], -1).sum(axis=1)
-    return fn, fp
+    fn, fp = error_regions(ref, pred)
+    return fn.reshape(len(fn), -1).sum(axis=1), fp.reshape(len(fp), -1).sum(axis=1)
 
 
 def most_wrong_slice(
     reference: np.ndarray, prediction: np.ndarray, allowed: np.ndarray | None = None
 ) -> int | None:
-    """The slice with the most wrong voxels (FN + FP; ties: the lowest), or None if none is.
-
-    Not :func:`napari_segeval.metrics.worst_slice`, which ranks slices by their Dice.
-    ``allowed`` (boolean per slice) limits the choice.
+    """The slice with the most wrong voxels (FN + FP; ties: the lowest) among ``allowed``
+    (boolean per slice), or None; :func:`napari_segeval.metrics.worst_slice` ranks by Dice.
 
     Examples
     --------
@@ -100,10 +88,8 @@ def corrects_misses(n_fn: int, n_fp: int) -> bool:
 
 
 def interior_pixel(mask: np.ndarray) -> tuple[int, int, float]:
-    """``(y, x, depth)``: the pixel of a non-empty 2D mask farthest from its outside.
-
-    The image border counts as outside; ties go to the first pixel in row-major order.
-    """
+    """``(y, x, depth)``: the pixel of a non-empty 2D mask farthest from its outside (the
+    border counts as outside; ties: the first in row-major order)."""
     from scipy import ndimage
 
     m = np.asarray(mask, bool)

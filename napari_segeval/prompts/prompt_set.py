@@ -1,9 +1,5 @@
 """Prompt sets: every prompt of one structure, on any slices/frames, in the order given.
 
-The order is the session: replaying it gives the same masks. SAM2's per-frame rules
-(which every backend follows): a box replaces its frame's earlier box and points, a mask
-replaces everything earlier on its frame, points add (:meth:`PromptSet.active`). A set
-needs a box, a positive point or a non-empty mask; negative points alone are refused.
 Points are at pixel centres (``(3, 4)`` is the centre of row 3, column 4; floats allowed).
 """
 
@@ -153,7 +149,11 @@ def describe(prompt: Prompt, where: str = "slice") -> str:
 
 @dataclass(frozen=True)
 class PromptSet:
-    """All prompts of one structure, in the order they were given (module doc).
+    """All prompts of one structure, in the order given: replaying them gives the same masks.
+
+    SAM2's per-frame rules, which every backend follows: a box replaces its frame's earlier
+    box and points, a mask everything earlier on its frame, points add (:meth:`active`). A
+    set needs a box, a positive point or a non-empty mask (negative points alone are refused).
 
     Parameters
     ----------

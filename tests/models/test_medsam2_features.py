@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from napari_segeval.models.medsam2._features import FrameFeatures
+from napari_segeval.models.medsam2._walks import FrameFeatures
 from napari_segeval.models.walk import Walk, walk_steps
 from napari_segeval.prompts.box import Box
 

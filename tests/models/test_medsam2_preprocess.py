@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from napari_segeval.models.medsam2._loop import fill_holes
-from napari_segeval.models.medsam2._resize import resize_bicubic
+from napari_segeval.models.medsam2._preprocess import resize_bicubic
 from napari_segeval.models.medsam2.model import MedSAM2Model, to_uint8_range
 
 

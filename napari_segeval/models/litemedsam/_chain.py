@@ -1,13 +1,9 @@
 """LiteMedSAM's slice-by-slice box chain: every walk of a case, one embedding per slice.
 
-On each slice a chain takes the person's box, else the previous result's box grown by 3
-pixels in 256 space, else (empty result) the last person's box, and thresholds the
-logits at 0. With ``stop_empty`` it ends at the first empty slice after its last
-conditioning slice; a correction's chain ends at ``limit``. Chains share one
-:class:`~napari_segeval.models._frame_cache.FrameCache` and advance together; a chain's
-result is the same alone or beside others. Each slice keeps the decoder's IoU estimate
-and, with ``jitter``, the jittered boxes' agreement. Imports torch: import it only
-inside functions.
+A slice takes the person's box, else the previous result's box grown by 3 px in 256 space,
+else (empty result) the last person's box; ``stop_empty``: the chain ends at the first empty
+slice after its last prompted one. Chains share one FrameCache and advance together; a
+chain's result is the same alone or beside others. Imports torch: import it in functions.
 """
 
 from __future__ import annotations
@@ -41,7 +37,7 @@ def box_xyxy(box: Box) -> tuple[int, int, int, int]:
 
 @dataclass
 class Chain:
-    """One chain's plan (``frames`` in visit order, cut at ``limit``) and state."""
+    """One chain's plan (``frames`` in visit order) and state."""
 
     frames: list[int]
     boxes: dict[int, list[int]]
@@ -83,8 +79,7 @@ def _next_box(chain: Chain, j: int, frame: int) -> list[int] | None:
 
 
 def jittered_boxes(box: list[int], n: int, seed: int) -> list[list[int]]:
-    """``n`` boxes with each edge moved by up to a tenth of the box's side (at least 1 px),
-    in 256 space; the same ``seed`` gives the same boxes.
+    """``n`` boxes with each edge moved by up to a tenth of the box's side (at least 1 px).
 
     Examples
     --------
@@ -108,8 +103,8 @@ def jittered_boxes(box: list[int], n: int, seed: int) -> list[list[int]]:
 
 
 def agreement(logits: torch.Tensor, jittered: torch.Tensor) -> float:
-    """Mean Dice between the mask of ``logits`` ``(.., 256, 256)`` and each mask of
-    ``jittered`` ``(B, .., 256, 256)`` (logits > 0); 1 where both are empty.
+    """Mean Dice of the mask of ``logits`` and each mask of ``jittered`` (one more leading
+    axis); 1 where both are empty.
 
     Examples
     --------
@@ -143,9 +138,7 @@ def _store(chain: Chain, logits: torch.Tensor, grad: bool) -> None:
 def _decode(
     net: Any, embedding: torch.Tensor, box: list[int], jitter: int, frame: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The logits ``(1, 1, 256, 256)`` and IoU ``(1,)`` of ``box``, and the logits of its
-    ``jitter`` jittered boxes (seeded by ``frame``).
-    """
+    """The logits and IoU of ``box``, and the logits of ``jitter`` jittered boxes."""
     together = jitter > 0 and net.fast_decoder is not None
     prompts = [box] + (jittered_boxes(box, jitter, frame) if together else [])
     logits, iou = net.decode(embedding, torch.tensor(prompts, dtype=torch.float32))
@@ -159,7 +152,7 @@ def _decode(
 def run(
     net: Any, cache: Any, chains: list[Chain], shape: tuple[int, int], options: WalkOptions
 ) -> None:
-    """Advance every chain to its end (results in each chain's ``crops`` and ``values``)."""
+    """Advance every chain to its end (results in its ``crops`` and ``values``)."""
     h, w = shape
     resized = R.resized_size(h, w)
     grad = options.grad
@@ -206,10 +199,8 @@ def run(
 
 
 def correction_reach(index: int, others: frozenset[int], order: str) -> int | None:
-    """How many slices a correction box's walk in direction ``order`` may take.
-
-    ``ceil(d / 2)`` for the next box of ``others`` ``d`` slices ahead (a tie stays with
-    the older box); None when no box lies ahead.
+    """Slices a correction box's walk may take: ``ceil(d / 2)`` for the next box of
+    ``others`` ``d`` slices ahead (a tie stays with the older box); None: no box ahead.
 
     Examples
     --------

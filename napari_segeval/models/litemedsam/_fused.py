@@ -1,17 +1,15 @@
-"""LiteMedSAM's image encoder for inference on a CPU, through oneDNN's fused kernels.
+"""LiteMedSAM's image encoder on a CPU through oneDNN's fused kernels (``torch.ops.mkldnn``).
 
-:class:`FusedEncoder` computes what :class:`~._network.TinyViTEncoder` computes (batch
-norms folded) with the linear layers and depthwise convolutions on oneDNN
-(``torch.ops.mkldnn``; torch's MKL path is slow on AMD CPUs), GELUs and residual sums
-fused in. ``dtype=torch.bfloat16`` runs the heavy parts in bf16 and keeps the residual
-stream in fp32; it does not keep the masks, so ``auto`` runs fp32 (docs/model_cards.md
-has the measurements). No gradients. Imports torch: import it only inside functions.
+Linear layers and depthwise convolutions with their GELUs and residual sums fused (torch's
+MKL path is slow on AMD CPUs); bf16 keeps the residual stream in fp32 but not the masks
+(docs/model_cards.md). No gradients. Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +25,7 @@ from ._network import (
     PatchMerging,
     TinyViTBlock,
     TinyViTEncoder,
+    chunked,
     in_windows,
     rows_per_band,
 )
@@ -34,16 +33,20 @@ from ._network import (
 _LIN = torch.ops.mkldnn._linear_pointwise
 _CONV = torch.ops.mkldnn._convolution_pointwise
 
-#: Floats per intermediate tensor of a band of the first stage (:func:`rows_per_band`) and
-#: per chunk of windows or tokens: the module's number of calls (docs/model_cards.md).
+#: Floats per band of rows or chunk of windows or tokens: the module's (docs/model_cards.md).
 BAND_FLOATS = CHUNK_FLOATS
 #: A block's weights: attention norm, qkv, bias, projection; MLP norm, fc1, fc2.
 _BlockWeights = tuple["_Norm", "_Lin", torch.Tensor, "_Lin", "_Norm", "_Lin", "_Lin"]
 
 
 def mkldnn_available() -> bool:
-    """Whether this torch build has the oneDNN kernels the fused encoder runs."""
+    """Whether this torch build has the oneDNN kernels of the fused encoder and decoder."""
     return bool(torch.backends.mkldnn.is_available())
+
+
+def _act(gelu: bool) -> tuple[str, list, str]:
+    """oneDNN's fused activation, its scalars and its algorithm: a GELU (erf) or none."""
+    return ("gelu", [], "none") if gelu else ("none", [], "")
 
 
 @dataclass(frozen=True)
@@ -54,12 +57,10 @@ class _Lin:
     b: torch.Tensor | None
 
     def __call__(self, x: torch.Tensor, gelu: bool = False) -> torch.Tensor:
-        act, algorithm = ("gelu", "none") if gelu else ("none", "")
-        return _LIN(x.to(self.w.dtype), self.w, self.b, act, [], algorithm)
+        return _LIN(x.to(self.w.dtype), self.w, self.b, *_act(gelu))
 
     def add(self, x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-        """``linear(x) + other`` (one kernel when both are in the weights' dtype; else the
-        sum in ``other``'s dtype)."""
+        """``linear(x) + other``: one kernel in the weights' dtype, else summed in ``other``'s."""
         if other.dtype != self.w.dtype:
             return other + self(x)
         return _LIN.binary(x, other, self.w, self.b, "add")
@@ -76,10 +77,7 @@ class _Depthwise:
     def __call__(self, x: torch.Tensor, gelu: bool) -> torch.Tensor:
         """``x`` channels-last ``(B, C, H, W)`` -> channels-last output (padding 1)."""
         s, groups = [self.stride, self.stride], int(self.w.shape[0])
-        act, algorithm = ("gelu", "none") if gelu else ("none", "")
-        return _CONV(
-            x.to(self.w.dtype), self.w, self.b, [1, 1], s, [1, 1], groups, act, [], algorithm
-        )
+        return _CONV(x.to(self.w.dtype), self.w, self.b, [1, 1], s, [1, 1], groups, *_act(gelu))
 
 
 @dataclass(frozen=True)
@@ -91,6 +89,12 @@ class _Norm:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(x, (int(self.w.shape[0]),), self.w, self.b, self.eps)
 
+    @classmethod
+    def of(cls, norm: nn.LayerNorm | LayerNorm2d) -> _Norm:
+        """A layer norm's weights, float32."""
+        w, b = (t.detach().float().contiguous() for t in (norm.weight, norm.bias))
+        return cls(w, b, float(norm.eps))
+
 
 class FusedEncoder:
     """The encoder of a :class:`~._network.TinyViTEncoder` on oneDNN's fused kernels."""
@@ -100,11 +104,10 @@ class FusedEncoder:
         encoder: TinyViTEncoder,
         dtype: torch.dtype = torch.float32,
         band_floats: int = BAND_FLOATS,
-        stream: torch.dtype = torch.float32,
         parts: Iterable[str] = ("conv", "attention", "mlp"),
     ) -> None:
         self.dtype = dtype
-        self.stream = stream
+        self.stream = torch.float32  # the residual stream's dtype
         self.parts = frozenset(parts)
         self.band_floats = int(band_floats)
         self.encoder = encoder
@@ -118,9 +121,9 @@ class FusedEncoder:
             s = self.stream
             self._neck_w = (
                 _Lin(self._t(conv1.weight[:, :, 0, 0], s), None),
-                self._norm(norm1),
+                _Norm.of(norm1),
                 self._t(conv2.weight, s),
-                self._norm(norm2),
+                _Norm.of(norm2),
             )
 
     # -- weights -------------------------------------------------------------------------
@@ -139,17 +142,11 @@ class FusedEncoder:
         else:
             self._lin[id(conv)] = _Lin(self._t(w[:, :, 0, 0], dtype), self._t(b, dtype))
 
-    def _linear(
-        self, lin: nn.Linear, scale: torch.Tensor | None = None, dtype: torch.dtype | None = None
-    ) -> _Lin:
+    def _linear(self, lin: nn.Linear, dtype: torch.dtype, scale: Any = None) -> _Lin:
         w, b = lin.weight, lin.bias
         if scale is not None:
-            return _Lin(self._t(w * scale[:, None], dtype), self._t(b * scale, dtype))
+            w, b = w * scale[:, None], b * scale
         return _Lin(self._t(w, dtype), self._t(b, dtype))
-
-    def _norm(self, norm: nn.LayerNorm | LayerNorm2d) -> _Norm:
-        s = self.stream
-        return _Norm(self._t(norm.weight, s), self._t(norm.bias, s), float(norm.eps))
 
     def _prepare(self, m: nn.Module) -> None:
         if isinstance(m, TinyViTBlock):  # its depthwise conv maps the stream itself
@@ -168,13 +165,13 @@ class FusedEncoder:
             at = self.dtype if "attention" in self.parts else self.stream
             mt = self.dtype if "mlp" in self.parts else self.stream
             self._blocks[id(m)] = (
-                self._norm(a.norm),
-                self._linear(a.qkv, scale, at),
+                _Norm.of(a.norm),
+                self._linear(a.qkv, at, scale),
                 self._t(a.bias(), at),
-                self._linear(a.proj, None, at),
-                self._norm(m.mlp.norm),
-                self._linear(m.mlp.fc1, None, mt),
-                self._linear(m.mlp.fc2, None, mt),
+                self._linear(a.proj, at),
+                _Norm.of(m.mlp.norm),
+                self._linear(m.mlp.fc1, mt),
+                self._linear(m.mlp.fc2, mt),
             )
 
     # -- forward -------------------------------------------------------------------------
@@ -195,11 +192,9 @@ class FusedEncoder:
     def _stem(self, x: torch.Tensor) -> torch.Tensor:
         first, second = self.encoder.patch_embed.convs()
         l1, l2 = self._lin[id(first)], self._lin[id(second)]
-        b, _, h, w = x.shape
+        rows = rows_per_band(x.shape[3], first.c.out_channels, x.shape[0], self.band_floats)
         x = x.permute(0, 2, 3, 1).contiguous()
-        rows = rows_per_band(w, first.c.out_channels, b, self.band_floats)
-        outs = [l2(l1(x[:, i : i + rows], gelu=True)) for i in range(0, h, rows)]
-        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
+        return chunked(lambda t: l2(l1(t, gelu=True)), x, rows, 1)
 
     def _bands(
         self,
@@ -247,18 +242,17 @@ class FusedEncoder:
         """``x + attention(x)`` of windows ``(B, N, C)`` (chunks of windows)."""
         norm, qkv, bias, proj = self._blocks[id(blk)][:4]
         a = blk.attn
-        b, n, _ = x.shape
-        per = max(1, self.band_floats // (a.heads * n * n))
-        outs = []
-        for i in range(0, b, per):
-            xc = x[i : i + per]
+        n = x.shape[1]
+
+        def attend(xc: torch.Tensor) -> torch.Tensor:
             bc = xc.shape[0]
             t = qkv(norm(xc)).view(bc, n, a.heads, 3 * a.head_dim)
             q, k, v = t.permute(0, 2, 1, 3).split(a.head_dim, dim=3)
             scores = torch.matmul(q, k.transpose(-2, -1)).add_(bias)
             o = torch.matmul(scores.softmax(dim=-1), v).transpose(1, 2).reshape(bc, n, -1)
-            outs.append(proj.add(o, xc))
-        return outs[0] if len(outs) == 1 else torch.cat(outs)
+            return proj.add(o, xc)
+
+        return chunked(attend, x, max(1, self.band_floats // (a.heads * n * n)))
 
     def _block(self, blk: TinyViTBlock, x: torch.Tensor) -> torch.Tensor:
         b, n, c = x.shape
@@ -269,17 +263,13 @@ class FusedEncoder:
         x = x.permute(0, 2, 3, 1).reshape(b, n, c)
         _, _, _, _, norm, fc1, fc2 = self._blocks[id(blk)]
         per = rows_per_band(int(fc1.w.shape[0]), 1, b, self.band_floats)
-        outs = [
-            fc2.add(fc1(norm(x[:, i : i + per]), gelu=True), x[:, i : i + per])
-            for i in range(0, n, per)
-        ]
-        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
+        return chunked(lambda t: fc2.add(fc1(norm(t), gelu=True), t), x, per, 1)
 
     def _neck(self, x: torch.Tensor) -> torch.Tensor:
         lin, norm1, w3, norm2 = self._neck_w
         b = x.shape[0]
         x = norm1(lin(x)).view(b, EMBED_SIZE, EMBED_SIZE, -1)
-        x = _CONV(x.permute(0, 3, 1, 2), w3, None, [1, 1], [1, 1], [1, 1], 1, "none", [], "")
+        x = _CONV(x.permute(0, 3, 1, 2), w3, None, [1, 1], [1, 1], [1, 1], 1, *_act(False))
         return norm2(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
 
 

@@ -1,12 +1,8 @@
-"""LiteMedSAM's mask decoder for inference on a CPU: the image side once per embedding.
+"""LiteMedSAM's mask decoder on a CPU: the box-free work once per embedding, each box alone.
 
-:class:`FusedDecoder` computes what :class:`~._network.MaskDecoder` computes for box
-prompts, for several boxes on one embedding: the box-free work (image tokens, their
-positional sum, the first block's projections of them) once per call, the
-image-to-token attention as two matrix products, the tokens kept token-major, and the
-projections on oneDNN with fused sums and GELUs. It agrees with the module to float
-rounding, each box's logits bit-identical alone or beside others (docs/model_cards.md).
-No gradients. Imports torch: import it only inside functions.
+Image-to-token attention as two matrix products, tokens token-major, projections on oneDNN;
+equal to the module to float rounding, a box's logits the same beside others
+(docs/model_cards.md). No gradients. Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations
@@ -19,13 +15,8 @@ import torch.nn.functional as F
 from ._fused import _Lin, _Norm
 from ._network import EMBED_SIZE, Attention, LayerNorm2d, LiteMedSAMNet, TwoWayBlock
 
-#: Image tokens upscaled at a time: 1024 keep the largest intermediate at 2 MiB, in cache
-#: (measured: docs/model_cards.md).
+#: Image tokens upscaled at a time: the largest intermediate 2 MiB, in cache (docs/model_cards.md).
 UP_TOKENS = 1024
-
-
-def _norm(norm: torch.nn.LayerNorm | LayerNorm2d) -> _Norm:
-    return _Norm(norm.weight.detach().float(), norm.bias.detach().float(), float(norm.eps))
 
 
 def _lin(*layers: torch.nn.Linear) -> _Lin:
@@ -37,7 +28,7 @@ def _lin(*layers: torch.nn.Linear) -> _Lin:
 
 def _transposed(conv: torch.nn.ConvTranspose2d) -> _Lin:
     """A 2 x 2, stride 2 transposed convolution as a projection of each token to its
-    sub-pixels: outputs ordered ``(i, j, channel)`` for the sub-pixel ``(i, j)``."""
+    sub-pixels, ordered ``(i, j, channel)``."""
     w, bias = conv.weight.detach().float(), conv.bias  # (in, out, 2, 2)
     assert bias is not None
     cin, cout = int(w.shape[0]), int(w.shape[1])
@@ -62,12 +53,13 @@ class FusedDecoder:
             self.out_tokens = torch.cat([dec.iou_token.weight, dec.mask_tokens.weight]).float()
             self.blocks = [self._block(blk) for blk in t.blocks()]
             fin = t.final_attn_token_to_image
-            self.final = (_lin(fin.k_proj), _lin(fin.v_proj), _norm(t.norm_final_attn))
+            self.final = (_lin(fin.k_proj), _lin(fin.v_proj), _Norm.of(t.norm_final_attn))
             convt1, norm, _, convt2, _ = cast(
                 "tuple[torch.nn.ConvTranspose2d, LayerNorm2d, object, torch.nn.ConvTranspose2d, object]",
                 tuple(dec.output_upscaling),
             )
-            self.up1, self.up_norm, self.up2 = _transposed(convt1), _norm(norm), _transposed(convt2)
+            self.up1, self.up2 = _transposed(convt1), _transposed(convt2)
+            self.up_norm = _Norm.of(norm)
         self.dec = dec
 
     @staticmethod
@@ -78,28 +70,20 @@ class FusedDecoder:
             "kq": _lin(t2i.k_proj, i2t.q_proj),
             "v": _lin(t2i.v_proj),
             "out": _lin(i2t.out_proj),
-            "norm4": _norm(blk.norm4),
+            "norm4": _Norm.of(blk.norm4),
         }
 
-    def _split(self, x: torch.Tensor) -> torch.Tensor:
-        """``(B, N, C)`` -> ``(B, heads, N, C / heads)`` (a view)."""
-        b, n, c = x.shape
-        return x.view(b, n, self.heads, c // self.heads).transpose(1, 2)
-
-    def _merge(self, x: torch.Tensor) -> torch.Tensor:
-        b, h, n, c = x.shape
-        return x.transpose(1, 2).reshape(b, n, h * c)
-
+    @staticmethod
     def _to_image(
-        self, attn: Attention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+        attn: Attention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     ) -> torch.Tensor:
         """Token-to-image attention: the prompt tokens ``q`` ``(B, 7, 256)`` attend to the
         projected image keys and values ``(B or 1, 4096, inner)``."""
-        b = q.shape[0]
-        qh = self._split(attn.q_proj(q))
-        kh = self._split(k).expand(b, -1, -1, -1)
-        vh = self._split(v).expand(b, -1, -1, -1)
-        return attn.out_proj(self._merge(F.scaled_dot_product_attention(qh, kh, vh)))
+        b, t, _ = q.shape
+        qh = attn.split_heads(attn.q_proj(q))
+        kh, vh = (attn.split_heads(x).expand(b, -1, -1, -1) for x in (k, v))
+        out = F.scaled_dot_product_attention(qh, kh, vh)
+        return attn.out_proj(out.transpose(1, 2).reshape(b, t, -1))
 
     def _to_tokens(
         self,
@@ -155,7 +139,6 @@ class FusedDecoder:
         """One box ``(1, 4)``: logits ``(1, 1, 256, 256)`` and IoU ``(1,)``."""
         net, dec = self.net, self.dec
         sparse = net.prompt_encoder.embed_boxes(box).float()
-        b = 1
         tokens = torch.cat([self.out_tokens[None], sparse], dim=1)
         inner = kq.shape[-1] // 2
         queries, keys = tokens, src
@@ -183,20 +166,20 @@ class FusedDecoder:
         hyper = dec.output_hypernetworks_mlps[0](hs[:, 1])  # (B, 32)
         n = EMBED_SIZE * EMBED_SIZE
         per = max(1, min(n, UP_TOKENS))
-        out = torch.empty(b, n, 16)
+        out = torch.empty(1, n, 16)
         for t0 in range(0, n, per):
             up = self.up1(keys[0, t0 : t0 + per]).view(-1, 4, self.up_norm.w.shape[0])
             up = self.up2(F.gelu(self.up_norm(up)), gelu=True)  # (per, 4, 4 * 32)
             out[0, t0 : t0 + per] = (up.view(-1, hyper.shape[-1]) @ hyper[0]).view(-1, 16)
         # (B, y, x, i, j, i2, j2) -> row 4y + 2i + i2, column 4x + 2j + j2
-        g = out.view(b, EMBED_SIZE, EMBED_SIZE, 2, 2, 2, 2).permute(0, 1, 3, 5, 2, 4, 6)
-        logits = g.reshape(b, 1, 4 * EMBED_SIZE, 4 * EMBED_SIZE)
+        g = out.view(1, EMBED_SIZE, EMBED_SIZE, 2, 2, 2, 2).permute(0, 1, 3, 5, 2, 4, 6)
+        logits = g.reshape(1, 1, 4 * EMBED_SIZE, 4 * EMBED_SIZE)
         return logits, dec.iou_prediction_head(hs[:, 0])[:, 0]
 
 
 def inference_decoder(net: LiteMedSAMNet, device: torch.device) -> FusedDecoder | None:
     """The decoder a backend runs without gradients: a :class:`FusedDecoder` on a CPU with
-    oneDNN, None (the module) elsewhere.
+    oneDNN, else None (the module).
 
     Examples
     --------

@@ -1,12 +1,7 @@
-"""LiteMedSAM's network, defined here: a TinyViT image encoder, SAM's prompt encoder and mask decoder.
+"""LiteMedSAM's network (bowang-lab/MedSAM, branch LiteMedSAM): TinyViT-5M encoder, SAM's decoder.
 
-The MedSAM authors' LiteMedSAM (bowang-lab/MedSAM, branch LiteMedSAM): a TinyViT-5M
-encoder (256 x 256 in, a 256-channel 64 x 64 embedding; a full-resolution 1 x 1 stem)
-with SAM's prompt encoder and mask decoder. Module and parameter names are those of the
-authors' ``lite_medsam.pth``, so it loads strictly; none of their code runs.
-:meth:`LiteMedSAMNet.prepare_inference` folds the batch norms (exact); without gradients
-the backend runs :mod:`._fused` and :mod:`._fused_decoder`. Imports torch: import it only
-inside functions.
+Names are those of the authors' ``lite_medsam.pth`` (it loads strictly; none of their code
+runs). Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations
@@ -85,12 +80,18 @@ class LayerNorm2d(nn.Module):
 
 
 # ---------------------------------------------------------------------------- encoder
-#: Floats per intermediate tensor of the encoder's chunked steps (2 M floats, 8 MiB): the
-#: full-resolution maps of the first stage are 64 MiB, which a CPU allocator hands back
-#: to the system after each use, so every step paid for fresh pages; chunks of this size
-#: are reused (the values are the same: each chunk is the same arithmetic on its rows).
-#: Also the fused encoder's default per band of rows, window chunk or token chunk.
+#: Floats per intermediate tensor of the encoder's chunked steps (8 MiB): the first stage's
+#: 64 MiB maps went back to the system after each use, so each step paid for fresh pages;
+#: chunks are reused (same values: each chunk is the same arithmetic on its rows).
 CHUNK_FLOATS = 1 << 21
+
+
+def chunked(
+    f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, size: int, dim: int = 0
+) -> torch.Tensor:
+    """``f`` on chunks of ``size`` along ``dim`` of ``x``, concatenated (one chunk: no copy)."""
+    outs = [f(c) for c in x.split(size, dim)]
+    return outs[0] if len(outs) == 1 else torch.cat(outs, dim)
 
 
 def rows_per_band(width: int, channels: int, batch: int = 1, floats: int = CHUNK_FLOATS) -> int:
@@ -111,7 +112,7 @@ def in_windows(
     h = w = resolution
     s = window
     b, n, c = x.shape
-    if h == s and w == s:
+    if h == s:
         return attend(x)
     x = x.view(b, h, w, c)
     pad_b, pad_r = (s - h % s) % s, (s - w % s) % s
@@ -155,9 +156,9 @@ def _depthwise_rows(
 class MBConv(nn.Module):
     """Inverted residual block: 1 x 1 expand, depthwise 3 x 3, 1 x 1 project, residual."""
 
-    def __init__(self, dim: int, expand: float = 4.0) -> None:
+    def __init__(self, dim: int) -> None:
         super().__init__()
-        hidden = int(dim * expand)
+        hidden = 4 * dim
         self.conv1 = ConvBN(dim, hidden)
         self.conv2 = ConvBN(hidden, hidden, 3, 1, 1, groups=hidden)
         self.conv3 = ConvBN(hidden, dim)
@@ -204,16 +205,11 @@ class Stage(nn.Module):
 
 
 def _offset_index(window: int) -> tuple[int, torch.Tensor]:
-    """Relative-offset ids of every pair of positions in a window: (count, (N, N) index)."""
-    points = list(itertools.product(range(window), range(window)))
-    offsets: dict[tuple[int, int], int] = {}
-    idx = []
-    for p1 in points:
-        for p2 in points:
-            off = (abs(p1[0] - p2[0]), abs(p1[1] - p2[1]))
-            idx.append(offsets.setdefault(off, len(offsets)))
-    n = len(points)
-    return len(offsets), torch.tensor(idx, dtype=torch.long).view(n, n)
+    """The count of relative offsets in a window and each pair of positions' offset id
+    ``(N, N)``: ``|dy| * window + |dx|``, the authors' order of first appearance."""
+    yx = torch.tensor(list(itertools.product(range(window), range(window))))
+    d = (yx[:, None] - yx[None]).abs()
+    return window * window, d[..., 0] * window + d[..., 1]
 
 
 class WindowAttention(nn.Module):
@@ -242,14 +238,12 @@ class WindowAttention(nn.Module):
     @torch.no_grad()
     def freeze(self) -> None:
         """Gather the bias once (the weights are frozen for inference)."""
-        self._bias = self.attention_biases[:, self.attention_bias_idxs].clone()
+        self._bias = self.bias().clone()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Windows ``(B, N, C)`` -> ``(B, N, C)``, in chunks of windows."""
-        b, n, _ = x.shape
-        per = max(1, CHUNK_FLOATS // (self.heads * n * n))
-        outs = [self._attend(x[i : i + per]) for i in range(0, b, per)]
-        return outs[0] if len(outs) == 1 else torch.cat(outs)
+        n = x.shape[1]
+        return chunked(self._attend, x, max(1, CHUNK_FLOATS // (self.heads * n * n)))
 
     def _attend(self, x: torch.Tensor) -> torch.Tensor:
         b, n, _ = x.shape
@@ -271,23 +265,19 @@ class Mlp(nn.Module):
         self.fc2 = nn.Linear(hidden, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, n, _ = x.shape
-        per = max(1, CHUNK_FLOATS // (b * self.fc1.out_features))
-        outs = [self.fc2(F.gelu(self.fc1(self.norm(x[:, i : i + per])))) for i in range(0, n, per)]
-        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
+        per = max(1, CHUNK_FLOATS // (x.shape[0] * self.fc1.out_features))
+        return chunked(lambda t: self.fc2(F.gelu(self.fc1(self.norm(t)))), x, per, 1)
 
 
 class TinyViTBlock(nn.Module):
     """Window attention (zero-padded to whole windows), depthwise 3 x 3 conv, MLP."""
 
-    def __init__(
-        self, dim: int, resolution: int, heads: int, window: int, mlp_ratio: float = 4.0
-    ) -> None:
+    def __init__(self, dim: int, resolution: int, heads: int, window: int) -> None:
         super().__init__()
         self.resolution = resolution
         self.window = window
         self.attn = WindowAttention(dim, heads, window)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio))
+        self.mlp = Mlp(dim, 4 * dim)
         self.local_conv = ConvBN(dim, dim, 3, 1, 1, groups=dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -314,11 +304,9 @@ class PatchEmbed(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, 3, H, W)`` -> channels-last ``(B, H, W, dim)``."""
         first, second = self.convs()
-        b, _, h, w = x.shape
+        rows = rows_per_band(x.shape[3], first.c.out_channels, x.shape[0])
         x = x.permute(0, 2, 3, 1)
-        rows = rows_per_band(w, first.c.out_channels, b)
-        outs = [second.linear(F.gelu(first.linear(x[:, i : i + rows]))) for i in range(0, h, rows)]
-        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
+        return chunked(lambda t: second.linear(F.gelu(first.linear(t))), x, rows, 1)
 
 
 class TinyViTEncoder(nn.Module):
@@ -434,13 +422,15 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(dim, inner)
         self.out_proj = nn.Linear(inner, dim)
 
-    def _split(self, x: torch.Tensor) -> torch.Tensor:
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, N, C)`` -> ``(B, heads, N, C / heads)``."""
         b, n, c = x.shape
         return x.reshape(b, n, self.heads, c // self.heads).transpose(1, 2)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         q, k, v = (
-            self._split(f(t)) for f, t in ((self.q_proj, q), (self.k_proj, k), (self.v_proj, v))
+            self.split_heads(f(t))
+            for f, t in ((self.q_proj, q), (self.k_proj, k), (self.v_proj, v))
         )
         out = F.scaled_dot_product_attention(q, k, v)
         b, h, n, c = out.shape
@@ -619,9 +609,7 @@ class LiteMedSAMNet(nn.Module):
     def decode(
         self, embedding: torch.Tensor, boxes: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(B, 1, 256, 256)`` of box prompts ``(B, 4)`` on one embedding, and the
-        decoder's predicted IoU of each mask ``(B,)``.
-        """
+        """Logits ``(B, 1, 256, 256)`` and predicted IoUs ``(B,)`` of boxes ``(B, 4)``."""
         fast = self.fast_decoder
         if fast is not None and not (torch.is_grad_enabled() and embedding.requires_grad):
             return fast(embedding, boxes)

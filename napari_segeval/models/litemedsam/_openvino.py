@@ -1,11 +1,8 @@
-"""LiteMedSAM's image encoder on OpenVINO's CPU runtime (``--precision openvino``).
+"""LiteMedSAM's image encoder on OpenVINO's CPU runtime (``--precision openvino``), in fp32.
 
-The folded :class:`~._network.TinyViTEncoder` is converted by ``openvino.convert_model``
-and compiled for the CPU in fp32 (``INFERENCE_PRECISION_HINT=f32``: bf16 does not keep
-the masks). The converted model is cached (``$XDG_CACHE_HOME`` or ``~/.cache``,
-``napari-segeval/litemedsam/``) under the weights' SHA-256, this code and the OpenVINO
-version; a cache that cannot be used is skipped. Measurements: docs/model_cards.md.
-Imports torch: import it only inside functions.
+The converted encoder is cached by the weights' SHA-256, this code and the OpenVINO version;
+a cache that cannot be used is skipped (docs/model_cards.md). Imports torch: import it only
+inside functions.
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ from ._network import IMAGE_SIZE, TinyViTEncoder
 
 
 def cache_root(environ: Any = None) -> Path:
-    """Where converted encoders are kept: ``$XDG_CACHE_HOME`` (or ``~/.cache``)
-    ``/napari-segeval/litemedsam``.
+    """Where converted encoders are kept (``$XDG_CACHE_HOME``, else ``~/.cache``).
 
     Examples
     --------
@@ -58,14 +54,13 @@ def _convert(encoder: TinyViTEncoder) -> Any:
         return ov.convert_model(encoder, example_input=x, input=[tuple(x.shape)])
 
 
-def converted_model(encoder: TinyViTEncoder, key: str | None, root: Path | None = None) -> Any:
-    """The OpenVINO model of ``encoder``: read from the cache under ``key`` or converted
-    (and written there; None: no cache)."""
+def converted_model(encoder: TinyViTEncoder, key: str | None) -> Any:
+    """The OpenVINO model of ``encoder``, cached under ``key`` (None: no cache)."""
     import openvino as ov
 
     if key is None:
         return _convert(encoder)
-    folder = cache_root() if root is None else Path(root)
+    folder = cache_root()
     xml = folder / f"{key}.xml"
     if xml.is_file() and xml.with_suffix(".bin").is_file():
         try:
@@ -87,22 +82,16 @@ def converted_model(encoder: TinyViTEncoder, key: str | None, root: Path | None 
 
 
 class OpenVINOEncoder:
-    """LiteMedSAM's encoder compiled by OpenVINO for the CPU, float32."""
+    """LiteMedSAM's encoder compiled by OpenVINO for the CPU (f32: bf16 loses the masks)."""
 
-    def __init__(
-        self,
-        encoder: TinyViTEncoder,
-        key: str | None,
-        threads: int | None = None,
-        root: Path | None = None,
-    ) -> None:
+    def __init__(self, encoder: TinyViTEncoder, key: str | None) -> None:
         import openvino as ov
 
-        model = converted_model(encoder, key, root)
+        model = converted_model(encoder, key)
         config = {
             "INFERENCE_PRECISION_HINT": "f32",
             "PERFORMANCE_HINT": "LATENCY",
-            "INFERENCE_NUM_THREADS": int(threads or torch.get_num_threads()),
+            "INFERENCE_NUM_THREADS": torch.get_num_threads(),
         }
         self.compiled = ov.Core().compile_model(model, "CPU", config)
         self.request = self.compiled.create_infer_request()
@@ -122,9 +111,7 @@ class OpenVINOEncoder:
 
 
 def openvino_encoder(encoder: TinyViTEncoder, weights_sha256: str | None) -> OpenVINOEncoder:
-    """:class:`OpenVINOEncoder` of ``encoder`` (cached by the weights' SHA-256; None: no
-    cache).
-    """
+    """:class:`OpenVINOEncoder` of ``encoder`` (cached by the weights' SHA-256; None: no cache)."""
     from napari_segeval._errors import MissingDependencyError
     from napari_segeval.models.precision import OPENVINO_EXTRA
 

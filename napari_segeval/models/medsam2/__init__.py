@@ -3,7 +3,6 @@
 Importing this package imports neither torch nor sam2.
 """
 
-from napari_segeval.models.medsam2._load import load_medsam2, load_sam2
-from napari_segeval.models.medsam2.model import MedSAM2Model
+from napari_segeval.models.medsam2.model import MedSAM2Model, load_medsam2, load_sam2
 
 __all__ = ["MedSAM2Model", "load_medsam2", "load_sam2"]

@@ -1,9 +1,7 @@
 """Build the SAM2-family networks (MedSAM2, SAM2.1 in four sizes) and load checkpoints.
 
-Each network of :data:`ARCHITECTURES` is built from its YAML config (MedSAM2's own
-``sam2.1_hiera_t512.yaml``, SAM2.1's from the ``sam2`` package) with the settings of
-``build_sam2_video_predictor(apply_postprocessing=True)`` (:data:`POSTPROCESSING`).
-Checkpoints are read as data and loaded strictly; weights of another size are named.
+From their YAML configs with ``build_sam2_video_predictor(apply_postprocessing=True)``'s
+settings; checkpoints are read as data and loaded strictly; another size's weights are named.
 """
 
 from __future__ import annotations
@@ -87,18 +85,18 @@ def _has(module: str) -> bool:
 
 def import_sam2() -> None:
     """Import the optional packages (``sam2``, ``hydra``) or raise MissingDependencyError."""
+    hint = (
+        "install Meta's SAM2 model code (SAM2_BUILD_CUDA=0 pip install --no-deps "
+        "--no-build-isolation git+https://github.com/facebookresearch/sam2.git), "
+        "then pip install 'napari-segeval[medsam2]'"
+    )
     for name in ("sam2", "hydra", "omegaconf"):
         try:
             __import__(name)
         except ImportError as exc:
-            hint = (
-                "install Meta's SAM2 model code (SAM2_BUILD_CUDA=0 pip install --no-deps "
-                "--no-build-isolation git+https://github.com/facebookresearch/sam2.git), "
-                "then pip install 'napari-segeval[medsam2]'"
-                if name == "sam2"
-                else None
-            )
-            raise MissingDependencyError(name, "medsam2", _PURPOSE, hint) from exc
+            raise MissingDependencyError(
+                name, "medsam2", _PURPOSE, hint if name == "sam2" else None
+            ) from exc
     import sam2.modeling.sam2_base  # noqa: F401
 
 
@@ -109,15 +107,12 @@ def config_file(arch: Architecture) -> Path:
     import_sam2()
     from importlib.resources import files
 
-    path = Path(str(files("sam2").joinpath(arch.config.split(":", 1)[1])))
+    inside = arch.config.split(":", 1)[1]
+    path = Path(str(files("sam2").joinpath(inside)))
     if not path.is_file():
-        raise MissingDependencyError(
-            "sam2",
-            "medsam2",
-            f"{arch.label}",
-            f"the installed sam2 package has no "
-            f"{arch.config.split(':', 1)[1]}; install Meta's SAM2.1 code (see the README)",
-        )
+        hint = f"the installed sam2 package has no {inside}; install Meta's SAM2.1 code"
+        hint += " (see the README)"
+        raise MissingDependencyError("sam2", "medsam2", arch.label, hint)
     return path
 
 
@@ -140,11 +135,10 @@ def build_network(
     arch: str = "medsam2",
     image_size: int | None = None,
 ) -> Any:
-    """Instantiate a (randomly initialised) network from its YAML config, CPU, eval mode.
+    """A randomly initialised network from its YAML config, CPU, eval mode.
 
-    ``predictor=True``: Meta's ``SAM2VideoPredictor`` (the tests' reference) instead of
-    ``SAM2Base``; ``image_size``: another input size, a multiple of 32 (the weights do
-    not depend on it).
+    ``predictor=True``: Meta's ``SAM2VideoPredictor`` (the tests' reference); ``image_size``:
+    another input size, a multiple of 32 (the weights do not depend on it).
     """
     import_sam2()
     from hydra.utils import instantiate

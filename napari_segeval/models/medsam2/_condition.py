@@ -1,11 +1,7 @@
 """A structure's conditioning frames, prompted as SAM2's video predictor prompts them.
 
-Every prompt of the structure in order, each its own call (a box:
-``add_new_points_or_box`` with ``clear_old_points=True``, corners ``[x0, y0, x1 - 1,
-y1 - 1]``; a point: ``clear_old_points=False``; a mask: ``add_new_mask``), run as an
-initial conditioning frame with the frame's earlier output as ``prev_sam_mask_logits``
-(clamped to +-32); the last output is encoded into memory. :func:`condition_structure`
-returns them in the order of each frame's first prompt (docs/design.md).
+Each prompt its own call on an initial conditioning frame, the frame's earlier output as
+``prev_sam_mask_logits``; the last output is encoded into memory (docs/design.md).
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ from . import _loop
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from ._features import FrameFeatures
+    from ._walks import FrameFeatures
 
 #: ``prev_sam_mask_logits`` are clamped to this magnitude (as the predictor does).
 PREV_LOGIT_CLAMP = 32.0
@@ -35,7 +31,7 @@ def prompt_points(
     image_size: int,
     device: Any,
 ) -> dict:
-    """SAM point inputs from native ``(x, y)`` pixels, computed as ``add_new_points_or_box``.
+    """SAM point inputs from native ``(x, y)`` pixels, as ``add_new_points_or_box``.
 
     Examples
     --------
@@ -58,10 +54,7 @@ def concat_points(old: dict | None, new: dict) -> dict:
 
     if old is None:
         return new
-    return {
-        "point_coords": torch.cat([old["point_coords"], new["point_coords"]], dim=1),
-        "point_labels": torch.cat([old["point_labels"], new["point_labels"]], dim=1),
-    }
+    return {k: torch.cat([old[k], new[k]], dim=1) for k in ("point_coords", "point_labels")}
 
 
 def mask_input(mask: Any, image_size: int, device: Any) -> torch.Tensor:
@@ -106,7 +99,8 @@ def condition_structure(
     fill_hole_area: int,
     device: Any,
 ) -> dict:
-    """``{frame: conditioning output}`` of a structure's prompts (module doc)."""
+    """``{frame: conditioning output}`` of a structure's prompts, a box's corners
+    ``[x0, y0, x1 - 1, y1 - 1]``."""
     import torch
     import torch.nn.functional as F
 

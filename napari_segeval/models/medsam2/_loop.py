@@ -1,11 +1,7 @@
 """Pieces of our SAM2 video-propagation loop over SAM2Base's modules.
 
-The loop (:mod:`._condition`, :mod:`._walks`, :mod:`._features`) computes what
-``SAM2VideoPredictor`` computes for the reference sequence (docs/design.md), with
-differences that do not change the result: frames encoded once per case, tensors in
-(autograd possible), and only the memory the model can still attend to kept. Memory
-features are rounded to bfloat16 as the reference stores them; low-res logits get its
-``fill_hole_area`` (holes of at most 8 pixels, 8-connected).
+It computes what ``SAM2VideoPredictor`` computes (docs/design.md), but encodes frames once
+per case, takes tensors (autograd possible) and keeps only the memory still attended to.
 """
 
 from __future__ import annotations
@@ -63,9 +59,9 @@ def fill_holes(logits: torch.Tensor, max_area: int) -> torch.Tensor:
 def track_step(
     network: Any, frame: int, feats: tuple, n: int, cond: dict, past: dict, **prompt: Any
 ) -> dict:
-    """``network.track_step`` on frame (or step) ``frame`` with features ``(vision, pos,
-    sizes)``: tracked with memory ``cond``/``past``, or (``prompt``: ``point_inputs``,
-    ``mask_inputs``, ``prev_sam_mask_logits``) an initial conditioning frame."""
+    """``network.track_step`` on ``frame`` (or step): tracked with memory ``cond``/``past``,
+    or with ``prompt`` (``point_inputs``, ``mask_inputs``, ``prev_sam_mask_logits``) an
+    initial conditioning frame."""
     vision, pos, sizes = feats
     return network.track_step(
         frame_idx=frame,
@@ -84,8 +80,8 @@ def track_step(
 
 
 def compact(out: dict, logits: torch.Tensor) -> dict:
-    """What later frames read of a frame's output (memory features rounded to bfloat16),
-    and its IoU estimate (``"iou"``, :class:`IouProbe`; None where not heard)."""
+    """What later frames read of a frame's output, with its ``"iou"`` (:class:`IouProbe`);
+    memory features rounded to bfloat16 as the reference stores them."""
     import torch
 
     mem = out["maskmem_features"]

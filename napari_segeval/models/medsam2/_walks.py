@@ -1,29 +1,17 @@
 """Several MedSAM2 walks (structure x direction) through one frame stack, advanced together.
 
-Every walk is SAM2's ``propagate_in_video`` for one object, with its own memory bank and
-object pointers; walks share the frames' image features and each structure's
-conditioning (:mod:`._condition`), and advance together (a conditioning frame on the way
-is not tracked: its conditioning output is the walk's output there).
-
-Memory is indexed by *step*: a walk's frame ``f`` is step ``v = (f - start) * s`` (``s =
-+1`` forward, ``-1`` backward) and each conditioning frame ``c`` sits at ``(c - start) *
-s``. This is SAM2's memory for the real frames: SAM2 reads memory only through frame
-differences whose sign follows the direction (the last ``num_maskmem - 1`` frames,
-``f - t_rel`` or ``f + t_rel``; each object pointer's position ``(f - t) * (+-1)``; the
-conditioning pointers "in the past", ``t <= f`` or ``t >= f``), and ``v`` maps each to
-the same forward quantity in steps; the bounds it checks only skip frames not yet
-visited. The closest conditioning frames (``max_cond_frames_in_attn``: all in MedSAM2's
-config) are the same set; with a limit a reverse walk could order them otherwise (equal
-to float rounding). Walks of a step with the same conditioning layout thus share a
-memory layout and can run as one ``track_step`` batch (``batch=True``; not the CPU
-default, where batched kernels are not bit-identical).
+Each walk is SAM2's ``propagate_in_video`` for one object with its own memory, indexed by
+*step* (docs/design.md): frame ``f`` is step ``(f - start) * (+-1)``. Walks share the image
+features (:class:`FrameFeatures`) and each structure's conditioning.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from napari_segeval.models._frame_cache import FrameCache, FrameStore
 from napari_segeval.models.walk import WalkOptions, step_walks
 
 from . import _loop
@@ -31,15 +19,50 @@ from . import _loop
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from ._features import FrameFeatures
+
+class FrameFeatures(FrameCache):
+    """SAM2 encoder features of ``frames``, each frame encoded in its fixed block: the
+    ``backbone_fpn`` levels (position encodings kept once), prepared on each read."""
+
+    def __init__(
+        self,
+        network: Any,
+        frames: Any,
+        to_input: Callable[[Any], torch.Tensor],
+        block: int,
+        budget_bytes: float | None,
+        reads: list[list[int]],
+        store: FrameStore | None = None,
+    ) -> None:
+        self.network = network
+        self.frames = frames
+        self.to_input = to_input
+        self._pos: list | None = store.extra.get("pos") if store is not None else None
+        super().__init__(self._encode, int(frames.shape[0]), block, budget_bytes, reads, store)
+
+    def _encode(self, a: int, b: int) -> list[list]:
+        out = self.network.forward_image(self.to_input(self.frames[a:b]))
+        if self._pos is None:  # sine position encodings depend on the shape only
+            self._pos = [p[:1] for p in out["vision_pos_enc"]]
+            if self.store is not None:
+                self.store.extra["pos"] = self._pos
+        return [[f[i : i + 1] for f in out["backbone_fpn"]] for i in range(b - a)]
+
+    def __contains__(self, t: int) -> bool:
+        return int(t) in self._kept
+
+    def read(self, t: int) -> tuple[list, list, list]:
+        """Flattened ``(vision_feats, vision_pos_embeds, feat_sizes)`` of frame ``t`` (one read)."""
+        fpn = super().get(t)
+        backbone_out = {"backbone_fpn": list(fpn), "vision_pos_enc": list(self._pos or [])}
+        _, feats, pos, sizes = self.network._prepare_backbone_features(backbone_out)
+        return feats, pos, sizes
 
 
 @dataclass
 class MemoryWalk:
-    """One walk being tracked: its frames, structure, conditioning steps, memory, rows
-    and, per row, the decoder's object score (sigmoid: the probability the object is on
-    the frame; None where the network gives none) and its IoU estimate of the kept mask
-    (:class:`._loop.IouProbe`; None where it gives none)."""
+    """One walk being tracked; per row its object score (sigmoid: the probability the object
+    is on the frame) and IoU estimate (:class:`._loop.IouProbe`), None where not given."""
 
     frames: list[int]
     group: int
@@ -53,8 +76,7 @@ class MemoryWalk:
 
     @classmethod
     def of(cls, frames: list[int], group: int, cond_frames: list[int], forward: bool) -> MemoryWalk:
-        """A walk over ``frames`` (visit order) of structure ``group``; its conditioning
-        frames ``cond_frames`` (the predictor's order) become steps."""
+        """A walk over ``frames`` (visit order); ``cond_frames`` become steps."""
         sign = 1 if forward else -1
         steps = {c: (c - frames[0]) * sign for c in cond_frames}
         ahead = [v for v in steps.values() if 0 <= v < len(frames)]
@@ -84,13 +106,8 @@ def _join(outputs: list[dict]) -> dict:
 
 def _split(out: dict, logits: torch.Tensor, i: int) -> dict:
     """Walk ``i``'s compact memory entry from a batched ``track_step`` output."""
-    one = {
-        k: out[k] for k in ("maskmem_features", "maskmem_pos_enc", "obj_ptr", "object_score_logits")
-    }
-    one["maskmem_features"] = one["maskmem_features"][i : i + 1]
-    one["maskmem_pos_enc"] = [one["maskmem_pos_enc"][-1][i : i + 1]]
-    one["obj_ptr"] = one["obj_ptr"][i : i + 1]
-    one["object_score_logits"] = one["object_score_logits"][i : i + 1]
+    one = {k: out[k][i : i + 1] for k in ("maskmem_features", "obj_ptr", "object_score_logits")}
+    one["maskmem_pos_enc"] = [out["maskmem_pos_enc"][-1][i : i + 1]]
     return _loop.compact(one, logits[i : i + 1])
 
 
@@ -104,10 +121,8 @@ def track(
     fill_hole_area: int,
     probe: _loop.IouProbe,
 ) -> tuple[torch.Tensor, Any, list | None]:
-    """One ``track_step`` for the walks ``states`` (one conditioning layout) at ``step``:
-    the low-resolution logits and the object score logits (``(B, 1)``; None when the
-    network gives none).
-    """
+    """One ``track_step`` of walks with one conditioning layout: low-res logits, object
+    score logits ``(B, 1)`` (or None) and the IoU estimates."""
     import torch
 
     b = len(states)
@@ -197,9 +212,8 @@ def run_walks(
 
 
 def reads(states: list[MemoryWalk], cond_frames: dict[int, list[int]]) -> list[list[int]]:
-    """Frames read at each step: each structure's conditioning frames once (step 0),
-    then each walk's frame where it tracks (not on its conditioning frames).
-    """
+    """Frames read at each step: the conditioning frames at step 0, then each walk's
+    frame where it tracks."""
     steps = [[f for frames in cond_frames.values() for f in frames]]
     for step in range(1, max((len(s.frames) for s in states), default=1)):
         steps.append(

@@ -1,15 +1,13 @@
-"""MedSAM2 and SAM2.1 as a :class:`~napari_segeval.models.base.PromptableModel`.
+"""MedSAM2 and SAM2.1 (every network of :data:`._build.ARCHITECTURES`) as a PromptableModel.
 
-One class drives every network of :data:`._build.ARCHITECTURES`; they differ only in the
-network and its input size. Frames are preprocessed in MedSAM2's steps (CT window or MR
-percentiles to 0-255, uint8, RGB, /255, ImageNet mean/std) at native size, resized for
-the network by ``resize``: ``"float"`` (Pillow's bicubic weights, differentiable, no
-uint8 rounding) or ``"pillow"`` (exact, not differentiable); probabilities come back at
-native size (bilinear logits, ``logit > 0`` the mask).
+Frames are preprocessed in MedSAM2's steps at native size, then resized for the network:
+``"float"`` (Pillow's bicubic weights, differentiable) or ``"pillow"`` (exact); logits come
+back at native size (bilinear, ``logit > 0`` the mask).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,21 +19,21 @@ from napari_segeval.inference.windowing import (
     parse_window,
     window_bounds,
 )
+from napari_segeval.models._frame_cache import DEFAULT_CACHE_MB, FrameStore
 from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableModel
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
 
 from . import _loop
-from ._build import FILL_HOLE_AREA
-from ._features import DEFAULT_CACHE_MB, FeatureStore
+from ._build import ARCHITECTURES, FILL_HOLE_AREA, load_network
 from ._preprocess import (
     _CT,
     IMAGENET_MEAN,
     IMAGENET_STD,
     _stack_rgb,
     pillow_resize,
+    resize_bicubic,
     to_uint8_range,
 )
-from ._resize import resize_bicubic
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -59,26 +57,10 @@ def _resize_mode(resize: str) -> str:
 class MedSAM2Model(PromptableModel):
     """MedSAM2 (SAM2.1 Hiera-tiny, 512 px, 7 memory frames) or SAM2.1 with our propagation loop.
 
-    Parameters
-    ----------
-    network : sam2.modeling.sam2_base.SAM2Base
-        The loaded network (:func:`load_medsam2`, :func:`load_sam2`).
-    device : str or torch.device, optional
-        ``None``/``"auto"``: CUDA, else MPS, else CPU.
-    encode_batch : int
-        Frames per image-encoder block.
-    fill_hole_area : int
-        Fill background holes up to this many low-res pixels (MedSAM2: 8).
-    cache_mb : float, optional
-        MiB of image features kept for reuse (None: unbounded; dropped frames are
-        re-encoded, with the same result).
-    batch_walks : bool, optional
-        Run the walks of one step as one batch (None: not on a CPU, where batched
-        kernels are not bit-identical).
-    resize : {"float", "pillow"}
-        How frames reach the input size; ``"pillow"`` refuses gradients.
-    name : str
-        Its registry name, recorded in results.
+    ``network``: a loaded ``SAM2Base``; ``device`` None: CUDA, else MPS, else CPU;
+    ``fill_hole_area`` in low-res pixels; ``cache_mb``: image features kept (None:
+    unbounded); ``batch_walks`` None: batch a step's walks except on a CPU (batched kernels
+    are not bit-identical there); ``resize="pillow"`` refuses gradients.
     """
 
     name = "medsam2"
@@ -91,14 +73,10 @@ class MedSAM2Model(PromptableModel):
 
     @classmethod
     def from_registry(cls, name: str, checkpoint: Any, device: Any, precision: Any) -> MedSAM2Model:
-        """The registry's ``medsam2`` and ``sam2.1-SIZE`` (another name's published file is refused)."""
-        from pathlib import Path
-
+        """The registry's ``medsam2`` and ``sam2.1-SIZE`` (refusing another's published file)."""
         from napari_segeval._errors import ReadError
         from napari_segeval.models._cache import published_twin
         from napari_segeval.models.precision import model_precision
-
-        from ._build import ARCHITECTURES, load_network
 
         model_precision(precision, cls.capabilities, device, name)
         twin = published_twin(checkpoint)
@@ -157,10 +135,7 @@ class MedSAM2Model(PromptableModel):
     def preprocess(
         self, image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
     ) -> torch.Tensor:
-        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> normalized ``(n, H, W, 3)`` float32.
-
-        ``ct_mapping`` (CT only): ``"window"`` or MedSAM2's ``"minmax"`` (module doc).
-        """
+        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> normalized ``(n, H, W, 3)`` float32."""
         import torch
 
         u8 = to_uint8_range(image, modality, window, ct_mapping)
@@ -176,7 +151,7 @@ class MedSAM2Model(PromptableModel):
         image: np.ndarray | None = None,
         ct_mapping: str = "window",
     ) -> NormalizeInfo:
-        """Raw units per normalized unit (smallest ImageNet std) and the valid range (MR/PET need ``image``)."""
+        """Raw units per normalized unit (smallest ImageNet std) and the range (MR/PET: image)."""
         lo = min((0.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
         hi = max((1.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
         raw_lo, raw_hi = window_bounds(modality, window, image, ct_mapping)
@@ -203,17 +178,13 @@ class MedSAM2Model(PromptableModel):
                     "resize='pillow' is not differentiable: use resize='float' for attacks"
                 )
             return pillow_resize(x, self.image_size)
-        off = (
-            torch.autocast(device_type="cuda", enabled=False)
-            if x.device.type == "cuda"
-            else contextlib.nullcontext()
-        )
-        with off:
+        cuda = x.device.type == "cuda"
+        with torch.autocast("cuda", enabled=False) if cuda else contextlib.nullcontext():
             return resize_bicubic(x, (self.image_size, self.image_size))
 
-    def feature_cache(self) -> FeatureStore:
-        """A cache of image features for one case, to give to every call on its frames."""
-        return FeatureStore()
+    def feature_cache(self) -> FrameStore:
+        """A store of one case's image features, for every call on its frames."""
+        return FrameStore()
 
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
@@ -229,11 +200,9 @@ class MedSAM2Model(PromptableModel):
     def walk_logits(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
-        """Native-size logits ``(n_visited, H, W)`` of each walk (structure x direction).
+        """Native-size logits ``(n_visited, H, W)`` of each walk (crops: full frames).
 
-        Each walk is SAM2's ``propagate_in_video`` with every prompt of its set given
-        first; crops hold full frames. :attr:`last_run` then holds ``encoded_frames``,
-        ``reused_frames``, ``peak_cache_bytes`` and ``cache_budget_bytes``.
+        Each walk is SAM2's ``propagate_in_video`` with every prompt of its set given first.
         """
         import torch
 
@@ -272,11 +241,9 @@ class MedSAM2Model(PromptableModel):
         shape: tuple[int, int, int],
         options: WalkOptions,
     ) -> list[Any]:
-        """Each walk's state: its rows of logits and ``presence`` and ``quality`` as SAM2
-        heard them (:class:`._walks.MemoryWalk`)."""
+        """Each walk's :class:`._walks.MemoryWalk` after the run."""
         from . import _walks
         from ._condition import condition_structure, reading_order
-        from ._features import FrameFeatures
 
         n, h, w = shape
         groups: dict[Any, int] = {}
@@ -296,7 +263,7 @@ class MedSAM2Model(PromptableModel):
             store.bind(frames, (self.resize, self.encode_batch, str(self.device)))
         reused = 0 if store is None else len(store)
         cond_frames = {g: reading_order(s) for g, s in sets.items()}
-        feats = FrameFeatures(
+        feats = _walks.FrameFeatures(
             self.network,
             frames,
             self.model_input,
@@ -329,6 +296,43 @@ class MedSAM2Model(PromptableModel):
 
     def _batch(self) -> bool:
         """Batch the walks of a step: :attr:`batch_walks`, or ``None``: on accelerators only."""
-        if self.batch_walks is None:
-            return self.device.type != "cpu"
-        return bool(self.batch_walks)
+        return self.device.type != "cpu" if self.batch_walks is None else bool(self.batch_walks)
+
+
+def load_sam2(
+    arch: str,
+    path: str | Path,
+    device: Any = None,
+    encode_batch: int = 4,
+    image_size: int | None = None,
+) -> MedSAM2Model:
+    """Load a checkpoint (``{"model": state_dict}``) of a :data:`._build.ARCHITECTURES` network.
+
+    ``image_size`` None: the network's own (512 MedSAM2, 1024 SAM2.1); smaller sizes serve
+    CPU tests. MissingDependencyError without the ``medsam2`` extra; ReadError (one line
+    naming the file) for a missing, unreadable, pickled-code, mismatched or other-size file.
+
+    Examples
+    --------
+    >>> load_sam2("sam2.1-small", "no/such/sam2.1_hiera_small.pt")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.ReadError: no/such/sam2.1_hiera_small.pt: SAM2.1 checkpoint not found
+    """
+    network = load_network(path, arch=arch, image_size=image_size)
+    return MedSAM2Model(
+        network, device=device, encode_batch=encode_batch, name=ARCHITECTURES[arch].name
+    )
+
+
+def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) -> MedSAM2Model:
+    """Load a MedSAM2 checkpoint strictly and safely: :func:`load_sam2` of ``"medsam2"``.
+
+    Examples
+    --------
+    >>> load_medsam2("no/such/MedSAM2_latest.pt")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.ReadError: no/such/MedSAM2_latest.pt: MedSAM2 checkpoint not found
+    """
+    return load_sam2("medsam2", path, device=device, encode_batch=encode_batch)
