@@ -1,9 +1,5 @@
-"""Multi-channel volumes: the MR sequences of one patient as one ``"czyx"`` case.
-
-Channels come as one file each (nnU-Net's ``case_0000.nii.gz``, ``case_0001.nii.gz``)
-or as the fourth axis of a 4D file (MSD BrainTumour, Prostate). A 4D NIfTI cannot tell
-channels from time, so :func:`~napari_segeval.io.read_image` reads it as ``"tzyx"``;
-the caller (knowing it from ``dataset.json``) asks :func:`read_channels` for channels.
+"""Multi-channel volumes (the MR sequences of one patient) as one ``"czyx"`` case: one file
+per channel (nnU-Net ``_0000``, ``_0001``) or a 4D file read as channels on request.
 """
 
 from __future__ import annotations
@@ -21,16 +17,7 @@ from napari_segeval.io.case import Case
 
 
 def as_channels(case: Case) -> Case:
-    """A ``"tzyx"`` case read from a 4D file, with its fourth file axis taken as channels.
-
-    Examples
-    --------
-    >>> from napari_segeval.io.case import Geometry
-    >>> g = Geometry((1.0, 2.0, 1.0, 1.0), (0, 0, 0, 0), tuple(np.eye(4).ravel()))
-    >>> c = as_channels(Case(np.zeros((2, 3, 4, 5), np.float32), g, axes="tzyx"))
-    >>> c.axes, c.n_channels, c.spatial_shape, c.spacing
-    ('czyx', 2, (3, 4, 5), (2.0, 1.0, 1.0))
-    """
+    """A ``"tzyx"`` case read from a 4D file, with its fourth file axis taken as channels."""
     if not case.is_time_series:
         raise ReadError(
             f"{case.image_path or 'image'}: only a 4D volume series can be read as "

@@ -1,11 +1,6 @@
-"""DICOM files, folders and DICOMDIR exports: headers and geometry by pydicom.
-
-Pixel data must hold what the header promises (never padded). pydicom decodes what it
-can (uncompressed, RLE, deflate, JPEG baseline/extended and JPEG 2000 through Pillow);
-the rest (JPEG lossless, JPEG-LS, 12-bit JPEG Extended) goes to GDCM through
-SimpleITK; the decoded shape must match the header. The modality LUT is applied
-(rescale slope/intercept, per frame for enhanced objects; ``DoseGridScaling`` for RT
-dose); ``meta["pixels"]`` says how the pixels were stored and decoded.
+"""DICOM pixels: decoded by pydicom, else (JPEG lossless, JPEG-LS, 12-bit JPEG) by GDCM
+through SimpleITK, checked against the header, modality LUT applied (docs/design.md,
+"Reading files").
 """
 
 from __future__ import annotations
@@ -86,16 +81,7 @@ def _pydicom_decodes(ds, ts) -> bool:
 
 
 def describe_pixels(ds) -> str:
-    """How the pixels of ``ds`` are stored and decoded, in one phrase.
-
-    Examples
-    --------
-    >>> from pydicom import Dataset
-    >>> ds = Dataset()
-    >>> ds.PhotometricInterpretation, ds.SamplesPerPixel, ds.BitsAllocated = "PALETTE COLOR", 1, 8
-    >>> describe_pixels(ds)
-    'PALETTE COLOR shown as RGB through its palette, Implicit VR Little Endian'
-    """
+    """How the pixels of ``ds`` are stored and decoded, in one phrase."""
     ts = _transfer_syntax(ds)
     pi = photometric(ds) or "no PhotometricInterpretation"
     colour = " shown as RGB" if pi.startswith("YBR") else ""

@@ -1,17 +1,6 @@
-"""Geometry of DICOM images from their headers, as the header says -- never invented.
-
-Each 2D image (file or frame) is a :class:`Unit`. Orientation: per-frame or shared
-sequence first, two unit vectors at right angles within 1 %, then made orthonormal
-(Gram-Schmidt, row kept). Position: per-frame first; legacy multi-frame RT dose by
-``GridFrameOffsetVector``, other legacy multi-frame by ``SpacingBetweenSlices``. Pixel
-size: ``PixelSpacing``, else ``ImagerPixelSpacing``, else the ultrasound regions (the
-largest when they differ). An invalid value is a warning (phrased without file names,
-so a series repeats it once) and the image has no placement or is in pixel units.
-
-Colour: RGB and YBR pixels are decoded by pydicom (uncompressed ``YBR_FULL_422`` stores
-two samples per pixel). ``PALETTE COLOR`` goes through pydicom's ``apply_color_lut``;
-16-bit entries give 8-bit RGB by their high byte (as GDCM) unless every colour used is
-below 256.
+"""Geometry of DICOM images from their headers, as the header says -- never invented
+(orientation, position and pixel-size rules: docs/design.md, "Reading files"). Invalid
+values become warnings phrased without file names, so a series repeats each once.
 """
 
 from __future__ import annotations
@@ -92,13 +81,7 @@ def _positive(value) -> float | None:
 
 
 def orientation(values) -> tuple[np.ndarray | None, str | None]:
-    """Orthonormal (2, 3) row/column cosines from ``ImageOrientationPatient``, or why not.
-
-    Examples
-    --------
-    >>> orientation([0, 0, 0, 0, 0, 0])[1]
-    'ImageOrientationPatient (0, 0, 0, 0, 0, 0) is not two unit vectors at right angles'
-    """
+    """Orthonormal (2, 3) row/column cosines from ``ImageOrientationPatient``, or why not."""
     v = _floats(values, 6)
     bad = f"ImageOrientationPatient {_txt(values)} is not two unit vectors at right angles"
     if v is None:
@@ -141,19 +124,7 @@ def _f0(value) -> float:
 
 
 def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
-    """Pixel size (row, column) in mm from the ultrasound regions calibrated in cm.
-
-    Examples
-    --------
-    >>> from pydicom import Dataset
-    >>> r = Dataset()
-    >>> r.PhysicalUnitsXDirection = r.PhysicalUnitsYDirection = 3
-    >>> r.PhysicalDeltaX, r.PhysicalDeltaY = 0.02, 0.03
-    >>> ds = Dataset()
-    >>> ds.SequenceOfUltrasoundRegions = [r]
-    >>> ultrasound_spacing(ds)
-    ((0.3, 0.2), [])
-    """
+    """Pixel size (row, column) in mm from the ultrasound regions calibrated in cm."""
     regions = ds.get("SequenceOfUltrasoundRegions")
     if not regions:
         return None, []
@@ -289,15 +260,7 @@ def is_time_modality(ds) -> bool:
 
 
 def plane_name(normal: np.ndarray | None) -> str:
-    """``axial``, ``coronal``, ``sagittal`` or ``oblique`` from a slice normal.
-
-    Examples
-    --------
-    >>> plane_name(np.array([0, 0, 1.0])), plane_name(np.array([1.0, 0, 0]))
-    ('axial', 'sagittal')
-    >>> plane_name(np.array([0.0, 0.1, 0.995])), plane_name(None)
-    ('oblique', 'unknown')
-    """
+    """``axial``, ``coronal``, ``sagittal`` or ``oblique`` from a slice normal."""
     if normal is None:
         return "unknown"
     a = np.abs(np.asarray(normal, float))
@@ -318,35 +281,18 @@ def photometric(ds) -> str:
 
 
 def is_colour(ds) -> bool:
-    """True for images that open as RGB: three samples per pixel, or a palette.
-
-    Examples
-    --------
-    >>> is_colour({"SamplesPerPixel": 3}), is_colour({"PhotometricInterpretation": "PALETTE COLOR"})
-    (True, True)
-    >>> is_colour({"SamplesPerPixel": 1, "PhotometricInterpretation": "MONOCHROME2"})
-    False
-    """
+    """True for images that open as RGB: three samples per pixel, or a palette."""
     return number(ds.get("SamplesPerPixel", 1), int, 1) > 1 or photometric(ds) == PALETTE
 
 
 def samples_stored(ds) -> int:
-    """Samples stored per pixel uncompressed: 2 for ``YBR_FULL_422``, else ``SamplesPerPixel``.
-
-    Examples
-    --------
-    >>> samples_stored({"SamplesPerPixel": 3, "PhotometricInterpretation": "YBR_FULL_422"})
-    2
-    """
+    """Samples stored per pixel uncompressed: 2 for ``YBR_FULL_422``, else ``SamplesPerPixel``."""
     spp = number(ds.get("SamplesPerPixel", 1), int, 1)
     return 2 if spp == 3 and photometric(ds) == "YBR_FULL_422" else spp
 
 
 def palette_rgb(indices: np.ndarray, ds, path: Path) -> np.ndarray:
-    """``(..., 3)`` uint8 RGB of palette ``indices`` through the palette of ``ds``.
-
-    Raises :class:`ReadError` when the palette is missing or unusable.
-    """
+    """``(..., 3)`` uint8 RGB of palette ``indices``; ReadError without a usable palette."""
     from pydicom.pixels import apply_color_lut
 
     with quiet(), one_line_errors(f"{path}: PALETTE COLOR image has no usable palette"):

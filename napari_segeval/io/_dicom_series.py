@@ -1,12 +1,5 @@
-"""Grouping DICOM images into series, checking each stack, and choosing one.
-
-A series (``SeriesInstanceUID``) is split into stacks that can form one grid (same
-orientation within 1e-3, image size and samples, pixel size, echo, time point, stack
-id; one multi-frame object's frames together; positionless ultrasound/endoscopy/X-ray
-images alone; colour never with grey). A split series' stacks are ``UID#1``,
-``UID#2``, ... Each stack is checked from its headers (docs/design.md, "DICOM
-series"); without a choice the largest (most images, then pixels, then the lowest
-series number) is opened and ``meta["series_note"]`` says so.
+"""Grouping DICOM images into series, splitting each into stacks that form one grid,
+checking each stack from its headers and choosing one (docs/design.md, "DICOM series").
 """
 
 from __future__ import annotations

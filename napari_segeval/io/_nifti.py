@@ -1,10 +1,5 @@
-"""NIfTI (.nii, .nii.gz) through nibabel, converted between RAS and our LPS/ITK convention.
-
-The ``(i, j, k)`` array is transposed to ``(k, j, i)`` and the affine's first two rows
-are negated; ITK index axes are nibabel's. ``(X, Y, 1)`` is a ``"yx"`` image with
-``Geometry.plane``; ``(X, Y, Z, T)`` a ``"tzyx"`` series (time spacing 1, ``pixdim[4]``
-in ``meta["time_step"]``), ``(X, Y, 1, T)`` a ``"tyx"`` sequence. CIFTI (intent
-3000-3099 or a ``.dtseries.nii``-style name) is refused.
+"""NIfTI through nibabel, converted between RAS and our LPS/ITK convention (axes and
+4D forms: docs/design.md, "Reading files"); CIFTI is refused.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Single 2D images: PNG/JPG/BMP through Pillow, TIFF through tifffile.
-
-No trusted geometry (a JPEG's dpi is not millimetres): spacing 1, ``has_geometry``
-False. Colour is ``"yxc"`` RGB (alpha dropped); a palette image's indices are kept in
-``meta["palette_indices"]`` (label masks are often stored that way).
+"""Single 2D images: PNG/JPG/BMP through Pillow, TIFF through tifffile; no trusted
+geometry, colour as ``"yxc"`` RGB, a palette image's indices in ``meta["palette_indices"]``.
 """
 
 from __future__ import annotations
@@ -99,10 +96,7 @@ def check_tiff(path: Path, geometry: Geometry) -> None:
 
 
 def write_tiff(path: Path, array: np.ndarray, geometry: Geometry) -> None:
-    """Write a label map or image as TIFF on the pixel grid (checked with :func:`check_tiff`).
-
-    ``(y, x, 3)`` arrays are RGB; 3D arrays a stack of pages (read back as ``(z, y, x)``).
-    """
+    """Write TIFF on the pixel grid: ``(y, x, 3)`` as RGB, 3D as pages (read back ``(z, y, x)``)."""
     import tifffile
 
     rgb = array.ndim == geometry.ndim + 1 and array.shape[-1] == 3

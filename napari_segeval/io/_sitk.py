@@ -1,9 +1,5 @@
-"""MetaImage (.mha/.mhd), NRRD, Analyze 7.5 and MINC2 through SimpleITK (imported lazily).
-
-A one-slice 3D grid is a ``"yx"`` image with ``Geometry.plane``; a 4D grey image whose
-fourth axis is orthogonal to the others is ``"tzyx"``. 2D+t MetaImage rule (CAMUS): a
-3D grey MetaImage is ``"tyx"`` when its name contains ``"sequence"``, or when it is
-uint8 with slowest spacing exactly 1 and in-plane spacings below 0.5 mm.
+"""MetaImage, NRRD, Analyze 7.5 and MINC2 through SimpleITK (imported lazily); the
+CAMUS 2D+t MetaImage rule is in docs/design.md, "Reading files".
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Videos (mp4/avi/... through PyAV, the ``video`` extra) and folders of image frames.
-
-Frames are ``(t, y, x, c)`` uint8 RGB, or ``(t, y, x)`` when every pixel's channels
-agree within :data:`GREY_TOLERANCE` (lossy codecs wobble chroma). Frame spacing is 1;
-the frame rate goes to ``meta["fps"]``.
+"""Videos (PyAV, the ``video`` extra) and folders of image frames, as ``(t, y, x[, c])``
+uint8 frames with spacing 1 and ``meta["fps"]``.
 """
 
 from __future__ import annotations

@@ -312,15 +312,7 @@ def labels_with_axes(
 
 
 def labels_of_image(case: Case) -> tuple[np.ndarray, dict[int, str]]:
-    """A grey image already read as ``case`` as :func:`read_labels` reads it, with structure names.
-
-    Examples
-    --------
-    >>> c = Case(np.array([[0, 255], [255, 0]], np.uint8), Geometry.identity(2), axes="yx",
-    ...          meta={"has_geometry": False})
-    >>> labels_of_image(c)[0].tolist()
-    [[0, 1], [1, 0]]
-    """
+    """A grey image already read as ``case`` as :func:`read_labels` reads it, with structure names."""
     path = case.image_path or Path("image")
     raw = Raw(case.image, case.geometry, case.axes, {}, None, case.meta.get("has_geometry", True))
     labels, _, names = _labels_from(raw, path, None, None)

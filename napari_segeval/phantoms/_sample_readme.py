@@ -78,14 +78,7 @@ def _row(path: str, case: Case, call: str) -> str:
 
 
 def render_readme(rows: list, index: dict, seeds: dict[str, int]) -> str:
-    """Markdown describing every generated file.
-
-    Examples
-    --------
-    >>> text = render_readme([], {"video": {"codec": "libx264", "fps": 25}}, {"ct": 1001})
-    >>> text.startswith("# napari-segeval sample data")
-    True
-    """
+    """Markdown describing every generated file."""
     seq = index.get("echo_sequence", {})
     video = index.get("video", {})
     head = _HEAD.replace("{seeds}", ", ".join(f"{k} {v}" for k, v in seeds.items()))

@@ -1,9 +1,5 @@
-"""Write (or check) the committed sample data set.
-
-``python -m napari_segeval.phantoms.make_samples [--out sample_data] [--check]``: fixed
-seeds and deterministic encoding give identical bytes. ``--check`` regenerates into a
-temporary folder and compares (compressed files that differ only by encoder build pass
-with a note). Writing replaces the generator's files atomically and deletes no other.
+"""Write or ``--check`` the committed sample data set
+(``python -m napari_segeval.phantoms.make_samples [--out sample_data] [--check]``).
 """
 
 from __future__ import annotations
@@ -242,12 +238,9 @@ def _same_content(rel: str, have: bytes, want: bytes) -> bool:
 
 
 def check_samples(root: str | os.PathLike) -> dict[str, str]:
-    """Regenerate into a temporary folder and compare with the files under ``root``.
-
-    State per relative path: ``"identical"``, ``"same content"`` (bytes differ only by
-    compression/encoder build), ``"different"``, ``"missing"`` or ``"unexpected"`` (a
-    file under ``root`` the generator does not make).
-    """
+    """Regenerate into a temporary folder and compare: per relative path ``"identical"``,
+    ``"same content"`` (another encoder build), ``"different"``, ``"missing"`` or
+    ``"unexpected"`` (not made by the generator)."""
     root = Path(root)
     states: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="segeval-samples-") as tmp:
