@@ -143,7 +143,7 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
     ds = _dicom_files.load(path, pixels=True) if ds is None else _with_pixels(ds, path)
     _check_header(ds, path)
     try:
-        frames = n_frames(ds, path)
+        frames = n_frames(ds)
     except ValueError as exc:
         raise ReadError(f"{path}: {exc}") from exc
     ts = _transfer_syntax(ds)

@@ -190,7 +190,7 @@ def rescale(ds, frame: int | None) -> tuple[float, float]:
     return (s if s != 0 else 1.0), b
 
 
-def n_frames(ds, path: Path) -> int:
+def n_frames(ds) -> int:
     """``NumberOfFrames`` (1 when absent); raises ValueError when it is not a count."""
     value = ds.get("NumberOfFrames")
     if value is None or str(value).strip() == "":
@@ -203,7 +203,7 @@ def n_frames(ds, path: Path) -> int:
 
 def units_of(path: Path, ds) -> list[Unit]:
     """The 2D images of one DICOM object with their header geometry."""
-    n = n_frames(ds, path)
+    n = n_frames(ds)
     multi = n > 1 or "PerFrameFunctionalGroupsSequence" in ds
     offsets = _floats(ds.get("GridFrameOffsetVector"), n) if "GridFrameOffsetVector" in ds else None
     units = []

@@ -245,8 +245,7 @@ def _plan_single(u: Unit, positioned: bool, warnings: list[str]) -> Plan:
         thick = u.thickness or u.between or 1.0
         plane = Geometry((thick, *u.spacing), tuple(u.position), tuple(u.direction.ravel()))
         return Plan([u], Geometry.of_plane(plane), "yx", True, warnings)
-    g = Geometry(u.spacing or (1.0, 1.0), (0.0, 0.0), (1.0, 0.0, 0.0, 1.0))
-    return Plan([u], g, "yx", u.spacing is not None, warnings)
+    return Plan([u], Geometry.identity(2, u.spacing), "yx", u.spacing is not None, warnings)
 
 
 def _plan_frames(stack: list[Unit], warnings: list[str]) -> Plan:
@@ -340,5 +339,4 @@ def _plan_unpositioned(stack: list[Unit], warnings: list[str], positioned: bool)
             f"no slice positions in the header: slices {how}, {dz:g} mm apart "
             f"({name}); the volume has no patient placement"
         )
-    g = Geometry((dz, *first.spacing), (0.0, 0.0, 0.0), tuple(np.eye(3).ravel()))
-    return Plan(order, g, "zyx", True, warnings)
+    return Plan(order, Geometry.identity(3, (dz, *first.spacing)), "zyx", True, warnings)

@@ -90,8 +90,7 @@ def kind(path: str | Path) -> str | None:
 
     p = Path(path)
     if p.is_dir():
-        k = folder_kind(p)
-        return {"dicom": "dicom-folder", "frames": "frames"}.get(k) if k else None
+        return {"dicom": "dicom-folder", "frames": "frames"}.get(folder_kind(p) or "")
     ext = suffix(p)
     if ext == ".img" and (p.with_suffix(".hdr").is_file() or p.with_suffix(".HDR").is_file()):
         return "itk"  # the data half of an Analyze 7.5 / NIfTI pair

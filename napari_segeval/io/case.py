@@ -189,11 +189,8 @@ class Geometry:
     def describe(self) -> str:
         """Short human-readable text used in error messages."""
         sp = ", ".join(f"{s:g}" for s in self.spacing)
-        org = ", ".join(f"{o:g}" for o in self.origin)
-        if self.plane is not None:
-            org = ", ".join(f"{o:g}" for o in self.plane.origin)
-            return f"spacing ({sp}) slice origin ({org})"
-        return f"spacing ({sp}) origin ({org})"
+        where, origin = ("slice ", self.plane.origin) if self.plane else ("", self.origin)
+        return f"spacing ({sp}) {where}origin ({', '.join(f'{o:g}' for o in origin)})"
 
 
 @dataclass

@@ -26,7 +26,7 @@ EXAMPLES = {
 >>> z.ravel().tolist(), x.ravel().tolist()
 ([-2.0, 0.0, 2.0], [-0.75, -0.25, 0.25, 0.75])
 """,
-    "napari_segeval.phantoms._sample_readme.render_readme": """\
+    "napari_segeval.phantoms.make_samples.render_readme": """\
 >>> text = render_readme([], {"video": {"codec": "libx264", "fps": 25}}, {"ct": 1001})
 >>> text.startswith("# napari-segeval sample data")
 True
