@@ -133,6 +133,3 @@ def read_channels(
             f"{paths[0]}: the data set names {n_channels} channels, the image has {case.n_channels}"
         )
     return case
-
-
-__all__ = ["as_channels", "read_channels", "select_channel"]

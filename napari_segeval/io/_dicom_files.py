@@ -28,7 +28,6 @@ NOT_IMAGES = {
 
 
 def is_gz_dicom(path: str | Path) -> bool:
-    """True for ``*.dcm.gz`` / ``*.dicom.gz`` names."""
     return Path(path).name.lower().endswith(GZ_SUFFIXES)
 
 

@@ -148,28 +148,23 @@ def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
     return (sy, sx), notes
 
 
+def _pixel_size(value) -> tuple[float, float] | None:
+    v = _floats(value, 2)
+    return (float(v[0]), float(v[1])) if v is not None and np.all(v > 0) else None
+
+
 def pixel_spacing(ds, frame: int | None) -> tuple[tuple[float, float] | None, str, list[str]]:
     """Pixel size (row, column) mm, where it came from, and notes on invalid values."""
-    notes: list[str] = []
     ps = group_value(ds, frame, "PixelMeasuresSequence", "PixelSpacing", top=True)
-    invalid = None
-    if ps is not None:
-        v = _floats(ps, 2)
-        if v is not None and np.all(v > 0):
-            return (float(v[0]), float(v[1])), "PixelSpacing", notes
-        invalid = f"PixelSpacing {_txt(ps)} is not a positive pixel size"
-    value = ds.get("ImagerPixelSpacing")
-    v = _floats(value, 2) if value is not None else None
-    if v is not None and np.all(v > 0):
-        if invalid:
-            notes.append(f"{invalid}; ImagerPixelSpacing is used")
-        return (float(v[0]), float(v[1])), "ImagerPixelSpacing", notes
-    us, us_notes = ultrasound_spacing(ds)
-    notes += us_notes
-    if us is not None:
-        if invalid:
-            notes.append(f"{invalid}; the ultrasound region calibration is used")
-        return us, "ultrasound regions", notes
+    if (size := _pixel_size(ps)) is not None:
+        return size, "PixelSpacing", []
+    invalid = None if ps is None else f"PixelSpacing {_txt(ps)} is not a positive pixel size"
+    imager = _pixel_size(ds.get("ImagerPixelSpacing"))
+    found, notes = (imager, []) if imager else ultrasound_spacing(ds)
+    if found is not None:
+        used = "ImagerPixelSpacing is" if imager else "the ultrasound region calibration is"
+        notes += [f"{invalid}; {used} used"] if invalid else []
+        return found, "ImagerPixelSpacing" if imager else "ultrasound regions", notes
     if invalid:
         notes.append(f"{invalid}: the image is shown in pixel units, not mm")
     elif any(ds.get(f"Image{k}Patient") is not None for k in ("Orientation", "Position")):

@@ -31,6 +31,3 @@ def gunzip(data: bytes) -> bytes:
         except Exception:  # noqa: BLE001, S110 - gzip below raises the clearer error
             pass
     return gzip.decompress(data)
-
-
-__all__ = ["backend", "gunzip", "open_gzip"]

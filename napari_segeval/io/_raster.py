@@ -53,16 +53,15 @@ def read_raster(path: Path) -> Raw:
     else:
         arr, meta = _read_pil(path)
     if arr.ndim == 3 and arr.shape[-1] in (3, 4):
-        arr = arr[..., :3]
-        axes = "yxc"
+        arr, axes = arr[..., :3], "yxc"
     elif arr.ndim in (2, 3):
         axes = "yx" if arr.ndim == 2 else "zyx"
     else:
         raise InvalidImageError(
             f"{path}: unsupported image dimensionality {arr.ndim}D with shape {arr.shape}"
         )
-    n = 2 if axes in ("yx", "yxc") else 3
-    return Raw(np.ascontiguousarray(arr), Geometry.identity(n), axes, meta, has_geometry=False)
+    g = Geometry.identity(len(axes.rstrip("c")))
+    return Raw(np.ascontiguousarray(arr), g, axes, meta, has_geometry=False)
 
 
 def check_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None:

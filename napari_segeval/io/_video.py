@@ -52,7 +52,6 @@ def check_container(path: Path) -> None:
 
 
 def read_video(path: Path) -> Raw:
-    """Decode every frame of a video file."""
     try:
         import av
     except ImportError as exc:
@@ -78,9 +77,12 @@ def read_video(path: Path) -> Raw:
         )
     if len({f.shape for f in frames}) > 1:
         raise ReadError(f"{path}: frame size changes within the video")
-    arr = to_grey_if_equal(np.stack(frames))
+    return _clip(to_grey_if_equal(np.stack(frames)), {"fps": fps})
+
+
+def _clip(arr: np.ndarray, meta: dict) -> Raw:
     axes = "tyx" if arr.ndim == 3 else "tyxc"
-    return Raw(arr, Geometry.identity(3), axes, meta={"fps": fps}, has_geometry=False)
+    return Raw(arr, Geometry.identity(3), axes, meta=meta, has_geometry=False)
 
 
 def read_frame_folder(folder: Path) -> Raw:
@@ -105,6 +107,4 @@ def read_frame_folder(folder: Path) -> Raw:
     if arr.ndim == 4 and arr.dtype == np.uint8:
         lossy = any(f.suffix.lower() in (".jpg", ".jpeg") for f in files)
         arr = to_grey_if_equal(arr, tolerance=GREY_TOLERANCE if lossy else 0)
-    axes = "tyx" if arr.ndim == 3 else "tyxc"
-    meta = {"frames": [f.name for f in files], "fps": None}
-    return Raw(arr, Geometry.identity(3), axes, meta=meta, has_geometry=False)
+    return _clip(arr, {"frames": [f.name for f in files], "fps": None})

@@ -96,7 +96,6 @@ def _labels(case: Case) -> np.ndarray:
 
 
 def _nifti_pair(files: dict, image: str, labels: str, case: Case, seed: int, what: str) -> None:
-    """A phantom's image and labels as NIfTI files."""
     for path, array, part in ((image, case.image, ""), (labels, _labels(case), " labels")):
         files[path] = nifti_gz_bytes(array, case.geometry, f"{what} phantom{part} seed {seed}")
 
