@@ -29,14 +29,11 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, int]:
     return shape
 
 
-def _to_uint8(rgb: np.ndarray) -> np.ndarray:
-    return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
-
-
 def _rgb_case(generator: str, seed: int, rgb, labels, modality: str, structures) -> Case:
     """A colour phantom's case: ``rgb`` as ``uint8`` on a unit grid (axes ``"yxc"``)."""
+    image = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
     return phantom_case(
-        generator, seed, _to_uint8(rgb), Geometry.identity(2), "yxc", modality, labels, structures
+        generator, seed, image, Geometry.identity(2), "yxc", modality, labels, structures
     )
 
 
