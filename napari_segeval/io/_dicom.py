@@ -182,9 +182,7 @@ def _apply_lut(arr: np.ndarray, slope: float, intercept: float) -> np.ndarray:
 
 
 def _narrow(arr: np.ndarray) -> np.ndarray:
-    """Smallest of int16/uint16/int32 holding an int64 array after rescaling."""
-    if arr.dtype != np.int64:
-        return arr
+    """Smallest of int16/uint16/int32 (else float64) holding an int64 array after rescaling."""
     lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
     for dt in (np.int16, np.uint16, np.int32):
         if np.iinfo(dt).min <= lo and hi <= np.iinfo(dt).max:

@@ -97,11 +97,8 @@ def dicomdir_of(path: Path) -> Path | None:
     """The DICOMDIR file ``path`` is or holds, if any."""
     if path.is_file() and path.name.upper() == "DICOMDIR":
         return path
-    if path.is_dir():
-        for name in ("DICOMDIR", "dicomdir"):
-            if (path / name).is_file():
-                return path / name
-    return None
+    found = [path / n for n in ("DICOMDIR", "dicomdir") if path.is_dir() and (path / n).is_file()]
+    return found[0] if found else None
 
 
 def _dicomdir_files(dicomdir: Path) -> list[Path]:

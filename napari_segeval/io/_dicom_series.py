@@ -261,14 +261,13 @@ def _plan_colour(stack: list[Unit], warnings: list[str], positioned: bool) -> Pl
     """Colour images as RGB frames (``"tyx"``; the colour axis is added when read)."""
     if positioned and stack[0].spacing is not None:
         p = _plan_positioned(stack, warnings)  # slices of a colour rendering keep their placement
-    elif stack[0].frame is not None:
-        p = _plan_frames(stack, warnings)
     else:
-        order = _by_instance(stack)
-        warnings.append(
-            "colour images without slice positions: shown as frames ordered by InstanceNumber"
-        )
-        p = _plan_frames(order, warnings)
+        if stack[0].frame is None:
+            stack = _by_instance(stack)
+            warnings.append(
+                "colour images without slice positions: shown as frames ordered by InstanceNumber"
+            )
+        p = _plan_frames(stack, warnings)
     p.axes = "tyx"
     return p
 
