@@ -91,7 +91,7 @@ napari_segeval._errors.ReadError: x.nii: cannot read NIfTI file (bad header)
 >>> dataset_channels({"channel_names": {"1": "ADC", "0": "T2"}}), dataset_channels({})
 (('T2', 'ADC'), ())
 """,
-    "napari_segeval.io._channels.as_channels": """\
+    "napari_segeval.io.read.as_channels": """\
 >>> from napari_segeval.io.case import Geometry
 >>> g = Geometry((1.0, 2.0, 1.0, 1.0), (0, 0, 0, 0), tuple(np.eye(4).ravel()))
 >>> c = as_channels(Case(np.zeros((2, 3, 4, 5), np.float32), g, axes="tzyx"))
