@@ -59,8 +59,8 @@ _READERS = {
     "itk": ("_sitk", "read_itk_file"),
     "dicom": ("_dicom", "read_dicom"),
     "dicom-folder": ("_dicom", "read_dicom"),
-    "video": ("_video", "read_video"),
-    "frames": ("_video", "read_frame_folder"),
+    "video": ("_raster", "read_video"),
+    "frames": ("_raster", "read_frame_folder"),
 }
 
 
