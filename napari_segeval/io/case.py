@@ -51,9 +51,10 @@ class Geometry:
     spacing
         Voxel size in mm per spatial array axis, slowest first (a channel has none).
     origin
-        LPS position of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
+        LPS position of the centre of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
     direction
-        Row-major flattened ITK direction matrix (``ndim x ndim``).
+        Row-major flattened ITK direction matrix (``ndim x ndim``); its column ``j`` is
+        ITK index axis ``j`` (the array axes reversed).
     plane
         2D only: the slice's 3D placement; ``None`` when it has none (PNG, ultrasound).
 

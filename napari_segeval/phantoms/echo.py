@@ -1,4 +1,5 @@
-"""Cardiac ultrasound phantom clip (CAMUS-like apical view): a beating left ventricle
+"""Cardiac ultrasound phantom clip (CAMUS-like apical view): a beating left ventricle (apex
+at the top, left atrium below the mitral plane, an unlabelled right heart as a distractor)
 under correlated speckle, log-compressed to 8 bits, 1.4 mm pixels.
 """
 

@@ -298,7 +298,7 @@ def build_samples(video: bool = True) -> dict[str, bytes]:
 
 
 def write_samples(out: str | os.PathLike, video: bool = True) -> list[Path]:
-    """Generate the samples and write them under ``out`` (each file atomically)."""
+    """Generate the samples and write them under ``out`` (atomically; no other file deleted)."""
     out = Path(out)
     written = []
     for rel, data in build_samples(video=video).items():
