@@ -48,9 +48,8 @@ def _channels(path: Path, case: Case, volume: int | None) -> Case:
     if not case.is_time_series or volume is not None:
         return case
     from napari_segeval._errors import SegEvalError
-    from napari_segeval.io._channels import as_channels
     from napari_segeval.io._dataset_json import dataset_channels
-    from napari_segeval.io.read import nearest_dataset
+    from napari_segeval.io.read import as_channels, nearest_dataset
 
     try:
         names = dataset_channels(nearest_dataset(path) or {})

@@ -12,13 +12,19 @@ by :func:`read_channels`.
 
 from __future__ import annotations
 
-from napari_segeval.io._channels import read_channels, select_channel
 from napari_segeval.io._dataset_json import load_color_table, load_dataset_json, structure_names
 from napari_segeval.io._dicom_series import SeriesInfo, list_series
 from napari_segeval.io._labels import resolve_structure, structure_label
 from napari_segeval.io._nan import fill_nan, nan_mask
 from napari_segeval.io.case import Case, Geometry
-from napari_segeval.io.read import read_case, read_image, read_labels, select_volume
+from napari_segeval.io.read import (
+    read_case,
+    read_channels,
+    read_image,
+    read_labels,
+    select_channel,
+    select_volume,
+)
 from napari_segeval.io.write import write_image, write_labels
 
 __all__ = [

@@ -1,11 +1,6 @@
-"""MSD / nnU-Net ``dataset.json``: structure names, modality hints and colour tables.
-
-The modality of an image: its DICOM tag (:func:`from_dicom`), else the ``dataset.json``
-(:func:`dataset_modality`), else a guess from the pixels (:func:`guess_modality`).
-
-A ``"color_table"`` (``{"1": [255, 0, 0], "2": [0, 255, 0]}``: label id to ``[R, G, B]``
-or one grey value) in a ``dataset.json`` beside a colour-coded mask or up to two folders
-above it gives its labels; ``--color-table FILE`` reads the same form.
+"""MSD / nnU-Net ``dataset.json``: structure names, modality hints and colour tables
+(``"color_table"``: label id to ``[R, G, B]`` or one grey value; ``--color-table`` reads
+the same form).
 """
 
 from __future__ import annotations
@@ -78,15 +73,7 @@ def dataset_modality(dataset_json: dict) -> str | None:
 
 
 def dataset_channels(dataset_json: dict) -> tuple[str, ...]:
-    """Channel names in index order from ``"modality"`` or ``"channel_names"`` (may be empty).
-
-    Examples
-    --------
-    >>> dataset_channels({"modality": {"0": "FLAIR", "1": "T1w", "2": "t1gd", "3": "T2w"}})
-    ('FLAIR', 'T1w', 't1gd', 'T2w')
-    >>> dataset_channels({"channel_names": {"1": "ADC", "0": "T2"}}), dataset_channels({})
-    (('T2', 'ADC'), ())
-    """
+    """Channel names in index order from ``"modality"`` or ``"channel_names"`` (may be empty)."""
     entry = dataset_json.get("modality") or dataset_json.get("channel_names")
     if isinstance(entry, str):
         return (entry,)
@@ -197,10 +184,7 @@ def from_dicom(tag: str | None) -> str | None:
 
 
 def guess_modality(image: np.ndarray, axes: str) -> str:
-    """Guess a modality from the pixels: colour is endoscopy, grey video US, HU-like CT.
-
-    CT: whole-numbered voxels whose minimum is at most -500; anything else ``"other"``.
-    """
+    """Colour is endoscopy, grey video US, whole-numbered voxels with minimum <= -500 CT."""
     if axes.endswith("c"):
         return "endoscopy"
     if axes == "tyx":

@@ -1,11 +1,6 @@
-"""DICOM files, folders and DICOMDIR exports: headers and geometry by pydicom.
-
-Pixel data must hold what the header promises (never padded). pydicom decodes what it
-can (uncompressed, RLE, deflate, JPEG baseline/extended and JPEG 2000 through Pillow);
-the rest (JPEG lossless, JPEG-LS, 12-bit JPEG Extended) goes to GDCM through
-SimpleITK; the decoded shape must match the header. The modality LUT is applied
-(rescale slope/intercept, per frame for enhanced objects; ``DoseGridScaling`` for RT
-dose); ``meta["pixels"]`` says how the pixels were stored and decoded.
+"""DICOM pixels: decoded by pydicom, else (JPEG lossless, JPEG-LS, 12-bit JPEG) by GDCM
+through SimpleITK, checked against the header, modality LUT applied (docs/design.md,
+"Reading files").
 """
 
 from __future__ import annotations
@@ -86,16 +81,7 @@ def _pydicom_decodes(ds, ts) -> bool:
 
 
 def describe_pixels(ds) -> str:
-    """How the pixels of ``ds`` are stored and decoded, in one phrase.
-
-    Examples
-    --------
-    >>> from pydicom import Dataset
-    >>> ds = Dataset()
-    >>> ds.PhotometricInterpretation, ds.SamplesPerPixel, ds.BitsAllocated = "PALETTE COLOR", 1, 8
-    >>> describe_pixels(ds)
-    'PALETTE COLOR shown as RGB through its palette, Implicit VR Little Endian'
-    """
+    """How the pixels of ``ds`` are stored and decoded, in one phrase."""
     ts = _transfer_syntax(ds)
     pi = photometric(ds) or "no PhotometricInterpretation"
     colour = " shown as RGB" if pi.startswith("YBR") else ""
@@ -157,7 +143,7 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
     ds = _dicom_files.load(path, pixels=True) if ds is None else _with_pixels(ds, path)
     _check_header(ds, path)
     try:
-        frames = n_frames(ds, path)
+        frames = n_frames(ds)
     except ValueError as exc:
         raise ReadError(f"{path}: {exc}") from exc
     ts = _transfer_syntax(ds)
@@ -196,9 +182,7 @@ def _apply_lut(arr: np.ndarray, slope: float, intercept: float) -> np.ndarray:
 
 
 def _narrow(arr: np.ndarray) -> np.ndarray:
-    """Smallest of int16/uint16/int32 holding an int64 array after rescaling."""
-    if arr.dtype != np.int64:
-        return arr
+    """Smallest of int16/uint16/int32 (else float64) holding an int64 array after rescaling."""
     lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
     for dt in (np.int16, np.uint16, np.int32):
         if np.iinfo(dt).min <= lo and hi <= np.iinfo(dt).max:

@@ -1,10 +1,4 @@
-"""Finding DICOM files (folders, DICOMDIR, gzip, no preamble) and reading their headers.
-
-A file is DICOM when it has ``DICM`` at byte 128, starts (without preamble) with a
-group 0x0002/0x0008 element, or is named ``*.dcm.gz``/``*.dicom.gz``; headers are
-parsed with ``force=True``. A folder with a ``DICOMDIR`` is read through its records;
-any other folder from the files directly inside it.
-"""
+"""Finding DICOM files (folders, DICOMDIR, gzip, no preamble) and reading their headers."""
 
 from __future__ import annotations
 
@@ -34,7 +28,6 @@ NOT_IMAGES = {
 
 
 def is_gz_dicom(path: str | Path) -> bool:
-    """True for ``*.dcm.gz`` / ``*.dicom.gz`` names."""
     return Path(path).name.lower().endswith(GZ_SUFFIXES)
 
 
@@ -54,14 +47,6 @@ def _no_preamble(head: bytes) -> bool:
 def sniff(path: str | Path, preamble: bool = False) -> bool:
     """True when ``path`` looks like a DICOM file (marker, preamble-less start, or .dcm.gz);
     with ``preamble``, only when it has the ``DICM`` marker at byte 128.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x"
-    >>> _ = p.write_bytes(b"\\x08\\x00\\x16\\x00UI\\x1a\\x001.2.840.10008.5.1.4.1.1.2")
-    >>> sniff(p), sniff(p.parent / "missing")
-    (True, False)
     """
     p = Path(path)
     if is_gz_dicom(p) and not preamble:
@@ -112,11 +97,8 @@ def dicomdir_of(path: Path) -> Path | None:
     """The DICOMDIR file ``path`` is or holds, if any."""
     if path.is_file() and path.name.upper() == "DICOMDIR":
         return path
-    if path.is_dir():
-        for name in ("DICOMDIR", "dicomdir"):
-            if (path / name).is_file():
-                return path / name
-    return None
+    found = [path / n for n in ("DICOMDIR", "dicomdir") if path.is_dir() and (path / n).is_file()]
+    return found[0] if found else None
 
 
 def _dicomdir_files(dicomdir: Path) -> list[Path]:
@@ -172,13 +154,7 @@ def find(path: Path) -> Found:
 
 
 def not_image_reason(ds) -> str:
-    """Why a parsed DICOM object without pixel data is not an image (one line).
-
-    Examples
-    --------
-    >>> not_image_reason({"Modality": "RTSTRUCT"})
-    'DICOM RTSTRUCT is an RT structure set (contours), not an image on a grid'
-    """
+    """Why a parsed DICOM object without pixel data is not an image (one line)."""
     modality = str(ds.get("Modality", "") or "").strip().upper()
     what = NOT_IMAGES.get(modality)
     if what:

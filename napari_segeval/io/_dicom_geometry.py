@@ -1,17 +1,6 @@
-"""Geometry of DICOM images from their headers, as the header says -- never invented.
-
-Each 2D image (file or frame) is a :class:`Unit`. Orientation: per-frame or shared
-sequence first, two unit vectors at right angles within 1 %, then made orthonormal
-(Gram-Schmidt, row kept). Position: per-frame first; legacy multi-frame RT dose by
-``GridFrameOffsetVector``, other legacy multi-frame by ``SpacingBetweenSlices``. Pixel
-size: ``PixelSpacing``, else ``ImagerPixelSpacing``, else the ultrasound regions (the
-largest when they differ). An invalid value is a warning (phrased without file names,
-so a series repeats it once) and the image has no placement or is in pixel units.
-
-Colour: RGB and YBR pixels are decoded by pydicom (uncompressed ``YBR_FULL_422`` stores
-two samples per pixel). ``PALETTE COLOR`` goes through pydicom's ``apply_color_lut``;
-16-bit entries give 8-bit RGB by their high byte (as GDCM) unless every colour used is
-below 256.
+"""Geometry of DICOM images from their headers, as the header says -- never invented
+(orientation, position and pixel-size rules: docs/design.md, "Reading files"). Invalid
+values become warnings phrased without file names, so a series repeats each once.
 """
 
 from __future__ import annotations
@@ -92,13 +81,7 @@ def _positive(value) -> float | None:
 
 
 def orientation(values) -> tuple[np.ndarray | None, str | None]:
-    """Orthonormal (2, 3) row/column cosines from ``ImageOrientationPatient``, or why not.
-
-    Examples
-    --------
-    >>> orientation([0, 0, 0, 0, 0, 0])[1]
-    'ImageOrientationPatient (0, 0, 0, 0, 0, 0) is not two unit vectors at right angles'
-    """
+    """Orthonormal (2, 3) row/column cosines from ``ImageOrientationPatient``, or why not."""
     v = _floats(values, 6)
     bad = f"ImageOrientationPatient {_txt(values)} is not two unit vectors at right angles"
     if v is None:
@@ -141,19 +124,7 @@ def _f0(value) -> float:
 
 
 def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
-    """Pixel size (row, column) in mm from the ultrasound regions calibrated in cm.
-
-    Examples
-    --------
-    >>> from pydicom import Dataset
-    >>> r = Dataset()
-    >>> r.PhysicalUnitsXDirection = r.PhysicalUnitsYDirection = 3
-    >>> r.PhysicalDeltaX, r.PhysicalDeltaY = 0.02, 0.03
-    >>> ds = Dataset()
-    >>> ds.SequenceOfUltrasoundRegions = [r]
-    >>> ultrasound_spacing(ds)
-    ((0.3, 0.2), [])
-    """
+    """Pixel size (row, column) in mm from the ultrasound regions calibrated in cm."""
     regions = ds.get("SequenceOfUltrasoundRegions")
     if not regions:
         return None, []
@@ -177,28 +148,23 @@ def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
     return (sy, sx), notes
 
 
+def _pixel_size(value) -> tuple[float, float] | None:
+    v = _floats(value, 2)
+    return (float(v[0]), float(v[1])) if v is not None and np.all(v > 0) else None
+
+
 def pixel_spacing(ds, frame: int | None) -> tuple[tuple[float, float] | None, str, list[str]]:
     """Pixel size (row, column) mm, where it came from, and notes on invalid values."""
-    notes: list[str] = []
     ps = group_value(ds, frame, "PixelMeasuresSequence", "PixelSpacing", top=True)
-    invalid = None
-    if ps is not None:
-        v = _floats(ps, 2)
-        if v is not None and np.all(v > 0):
-            return (float(v[0]), float(v[1])), "PixelSpacing", notes
-        invalid = f"PixelSpacing {_txt(ps)} is not a positive pixel size"
-    value = ds.get("ImagerPixelSpacing")
-    v = _floats(value, 2) if value is not None else None
-    if v is not None and np.all(v > 0):
-        if invalid:
-            notes.append(f"{invalid}; ImagerPixelSpacing is used")
-        return (float(v[0]), float(v[1])), "ImagerPixelSpacing", notes
-    us, us_notes = ultrasound_spacing(ds)
-    notes += us_notes
-    if us is not None:
-        if invalid:
-            notes.append(f"{invalid}; the ultrasound region calibration is used")
-        return us, "ultrasound regions", notes
+    if (size := _pixel_size(ps)) is not None:
+        return size, "PixelSpacing", []
+    invalid = None if ps is None else f"PixelSpacing {_txt(ps)} is not a positive pixel size"
+    imager = _pixel_size(ds.get("ImagerPixelSpacing"))
+    found, notes = (imager, []) if imager else ultrasound_spacing(ds)
+    if found is not None:
+        used = "ImagerPixelSpacing is" if imager else "the ultrasound region calibration is"
+        notes += [f"{invalid}; {used} used"] if invalid else []
+        return found, "ImagerPixelSpacing" if imager else "ultrasound regions", notes
     if invalid:
         notes.append(f"{invalid}: the image is shown in pixel units, not mm")
     elif any(ds.get(f"Image{k}Patient") is not None for k in ("Orientation", "Position")):
@@ -219,7 +185,7 @@ def rescale(ds, frame: int | None) -> tuple[float, float]:
     return (s if s != 0 else 1.0), b
 
 
-def n_frames(ds, path: Path) -> int:
+def n_frames(ds) -> int:
     """``NumberOfFrames`` (1 when absent); raises ValueError when it is not a count."""
     value = ds.get("NumberOfFrames")
     if value is None or str(value).strip() == "":
@@ -232,7 +198,7 @@ def n_frames(ds, path: Path) -> int:
 
 def units_of(path: Path, ds) -> list[Unit]:
     """The 2D images of one DICOM object with their header geometry."""
-    n = n_frames(ds, path)
+    n = n_frames(ds)
     multi = n > 1 or "PerFrameFunctionalGroupsSequence" in ds
     offsets = _floats(ds.get("GridFrameOffsetVector"), n) if "GridFrameOffsetVector" in ds else None
     units = []
@@ -289,15 +255,7 @@ def is_time_modality(ds) -> bool:
 
 
 def plane_name(normal: np.ndarray | None) -> str:
-    """``axial``, ``coronal``, ``sagittal`` or ``oblique`` from a slice normal.
-
-    Examples
-    --------
-    >>> plane_name(np.array([0, 0, 1.0])), plane_name(np.array([1.0, 0, 0]))
-    ('axial', 'sagittal')
-    >>> plane_name(np.array([0.0, 0.1, 0.995])), plane_name(None)
-    ('oblique', 'unknown')
-    """
+    """``axial``, ``coronal``, ``sagittal`` or ``oblique`` from a slice normal."""
     if normal is None:
         return "unknown"
     a = np.abs(np.asarray(normal, float))
@@ -318,35 +276,18 @@ def photometric(ds) -> str:
 
 
 def is_colour(ds) -> bool:
-    """True for images that open as RGB: three samples per pixel, or a palette.
-
-    Examples
-    --------
-    >>> is_colour({"SamplesPerPixel": 3}), is_colour({"PhotometricInterpretation": "PALETTE COLOR"})
-    (True, True)
-    >>> is_colour({"SamplesPerPixel": 1, "PhotometricInterpretation": "MONOCHROME2"})
-    False
-    """
+    """True for images that open as RGB: three samples per pixel, or a palette."""
     return number(ds.get("SamplesPerPixel", 1), int, 1) > 1 or photometric(ds) == PALETTE
 
 
 def samples_stored(ds) -> int:
-    """Samples stored per pixel uncompressed: 2 for ``YBR_FULL_422``, else ``SamplesPerPixel``.
-
-    Examples
-    --------
-    >>> samples_stored({"SamplesPerPixel": 3, "PhotometricInterpretation": "YBR_FULL_422"})
-    2
-    """
+    """Samples stored per pixel uncompressed: 2 for ``YBR_FULL_422``, else ``SamplesPerPixel``."""
     spp = number(ds.get("SamplesPerPixel", 1), int, 1)
     return 2 if spp == 3 and photometric(ds) == "YBR_FULL_422" else spp
 
 
 def palette_rgb(indices: np.ndarray, ds, path: Path) -> np.ndarray:
-    """``(..., 3)`` uint8 RGB of palette ``indices`` through the palette of ``ds``.
-
-    Raises :class:`ReadError` when the palette is missing or unusable.
-    """
+    """``(..., 3)`` uint8 RGB of palette ``indices``; ReadError without a usable palette."""
     from pydicom.pixels import apply_color_lut
 
     with quiet(), one_line_errors(f"{path}: PALETTE COLOR image has no usable palette"):

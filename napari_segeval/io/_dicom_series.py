@@ -1,12 +1,5 @@
-"""Grouping DICOM images into series, checking each stack, and choosing one.
-
-A series (``SeriesInstanceUID``) is split into stacks that can form one grid (same
-orientation within 1e-3, image size and samples, pixel size, echo, time point, stack
-id; one multi-frame object's frames together; positionless ultrasound/endoscopy/X-ray
-images alone; colour never with grey). A split series' stacks are ``UID#1``,
-``UID#2``, ... Each stack is checked from its headers (docs/design.md, "DICOM
-series"); without a choice the largest (most images, then pixels, then the lowest
-series number) is opened and ``meta["series_note"]`` says so.
+"""Grouping DICOM images into series, splitting each into stacks that form one grid,
+checking each stack from its headers and choosing one (docs/design.md, "DICOM series").
 """
 
 from __future__ import annotations
@@ -252,8 +245,7 @@ def _plan_single(u: Unit, positioned: bool, warnings: list[str]) -> Plan:
         thick = u.thickness or u.between or 1.0
         plane = Geometry((thick, *u.spacing), tuple(u.position), tuple(u.direction.ravel()))
         return Plan([u], Geometry.of_plane(plane), "yx", True, warnings)
-    g = Geometry(u.spacing or (1.0, 1.0), (0.0, 0.0), (1.0, 0.0, 0.0, 1.0))
-    return Plan([u], g, "yx", u.spacing is not None, warnings)
+    return Plan([u], Geometry.identity(2, u.spacing), "yx", u.spacing is not None, warnings)
 
 
 def _plan_frames(stack: list[Unit], warnings: list[str]) -> Plan:
@@ -269,14 +261,13 @@ def _plan_colour(stack: list[Unit], warnings: list[str], positioned: bool) -> Pl
     """Colour images as RGB frames (``"tyx"``; the colour axis is added when read)."""
     if positioned and stack[0].spacing is not None:
         p = _plan_positioned(stack, warnings)  # slices of a colour rendering keep their placement
-    elif stack[0].frame is not None:
-        p = _plan_frames(stack, warnings)
     else:
-        order = _by_instance(stack)
-        warnings.append(
-            "colour images without slice positions: shown as frames ordered by InstanceNumber"
-        )
-        p = _plan_frames(order, warnings)
+        if stack[0].frame is None:
+            stack = _by_instance(stack)
+            warnings.append(
+                "colour images without slice positions: shown as frames ordered by InstanceNumber"
+            )
+        p = _plan_frames(stack, warnings)
     p.axes = "tyx"
     return p
 
@@ -347,5 +338,4 @@ def _plan_unpositioned(stack: list[Unit], warnings: list[str], positioned: bool)
             f"no slice positions in the header: slices {how}, {dz:g} mm apart "
             f"({name}); the volume has no patient placement"
         )
-    g = Geometry((dz, *first.spacing), (0.0, 0.0, 0.0), tuple(np.eye(3).ravel()))
-    return Plan(order, g, "zyx", True, warnings)
+    return Plan(order, Geometry.identity(3, (dz, *first.spacing)), "zyx", True, warnings)

@@ -27,13 +27,7 @@ IMAGE_SUFFIXES = NIFTI + ITK + ITK_READ_ONLY + RASTER + VIDEO
 
 
 def suffix(path: str | Path) -> str:
-    """Lower-case extension, with ``.nii.gz`` kept whole.
-
-    Examples
-    --------
-    >>> suffix("a/CT_001.NII.GZ"), suffix("x.mha"), suffix("folder")
-    ('.nii.gz', '.mha', '')
-    """
+    """Lower-case extension, with ``.nii.gz`` kept whole."""
     name = Path(path).name.lower()
     for double in (".nii.gz", ".dcm.gz", ".dicom.gz"):
         if name.endswith(double):
@@ -48,22 +42,8 @@ def stem(path: str | Path) -> str:
 
 
 def output_formats(source: str | Path, axes: str) -> tuple[str, str]:
-    """``(label map suffix, float image suffix)`` of files made from a case read from ``source``.
-
-    The one rule for every command that saves predictions, perturbed images and
-    perturbations next to a case: videos and any ``(t, y, x)`` stack -> ``.mha`` (colour
-    frames as vector pixels); NIfTI -> ``.nii.gz``; TIFF -> ``.tif``; PNG/JPG/BMP ->
-    ``.png`` labels and ``.tif`` float images; anything else -> ``.mha``.
-
-    Examples
-    --------
-    >>> output_formats("a/ct.nii.gz", "zyx"), output_formats("a/ct.mhd", "zyx")
-    (('.nii.gz', '.nii.gz'), ('.mha', '.mha'))
-    >>> output_formats("a/polyp.jpg", "yxc"), output_formats("a/cells.tif", "yx")
-    (('.png', '.tif'), ('.tif', '.tif'))
-    >>> output_formats("a/echo.mp4", "tyx"), output_formats("a/frames", "tyxc")
-    (('.mha', '.mha'), ('.mha', '.mha'))
-    """
+    """``(label map suffix, float image suffix)`` of the files every command saves beside a
+    case read from ``source`` (PNG/JPG/BMP: ``.png`` labels, ``.tif`` float images)."""
     ext = suffix(source)
     if axes.startswith("t"):
         return ".mha", ".mha"
@@ -77,13 +57,7 @@ def output_formats(source: str | Path, axes: str) -> tuple[str, str]:
 
 
 def natural_key(name: str) -> list:
-    """Sort key that orders ``frame2`` before ``frame10``.
-
-    Examples
-    --------
-    >>> sorted(["f10.png", "f2.png", "f1.png"], key=natural_key)
-    ['f1.png', 'f2.png', 'f10.png']
-    """
+    """Sort key that orders ``frame2`` before ``frame10``."""
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
 
 
@@ -116,8 +90,7 @@ def kind(path: str | Path) -> str | None:
 
     p = Path(path)
     if p.is_dir():
-        k = folder_kind(p)
-        return {"dicom": "dicom-folder", "frames": "frames"}.get(k) if k else None
+        return {"dicom": "dicom-folder", "frames": "frames"}.get(folder_kind(p) or "")
     ext = suffix(p)
     if ext == ".img" and (p.with_suffix(".hdr").is_file() or p.with_suffix(".HDR").is_file()):
         return "itk"  # the data half of an Analyze 7.5 / NIfTI pair

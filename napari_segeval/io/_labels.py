@@ -16,16 +16,7 @@ COLOR_TOLERANCE = 128.0
 
 
 def parse_color_table(table: dict) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-    """Split ``{colour: id}`` or ``{colour: (id, name)}`` into colours, ids and names.
-
-    Colours are RGB triples or grey values; black maps to 0 unless the table says otherwise.
-
-    Examples
-    --------
-    >>> c, ids, names = parse_color_table({(255, 0, 0): (1, "neoplastic"), (0, 255, 0): 2})
-    >>> c.astype(int).tolist(), ids.tolist(), names
-    ([[255, 0, 0], [0, 255, 0], [0, 0, 0]], [1, 2, 0], {1: 'neoplastic'})
-    """
+    """Split ``{colour: id | (id, name)}`` into colours, ids and names (black is 0 unless given)."""
     colours, ids, names = [], [], {}
     for colour, value in table.items():
         if isinstance(value, (tuple, list)):

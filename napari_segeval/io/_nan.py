@@ -1,8 +1,5 @@
-"""NaN voxels (FSL/SPM padding outside the field of view): kept, counted, filled for models.
-
-Readers keep NaN (infinite values and NaN labels are refused) and count it in
-``meta["nan_count"]``; napari marks it with a ``"<name> NaN"`` Labels layer; models see
-the image's minimum finite intensity (:func:`fill_nan`); an all-NaN image is refused.
+"""NaN voxels (FSL/SPM padding): kept and counted by readers, filled with the minimum
+finite intensity for models (docs/design.md, "NaN voxels").
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""NIfTI (.nii, .nii.gz) through nibabel, converted between RAS and our LPS/ITK convention.
-
-The ``(i, j, k)`` array is transposed to ``(k, j, i)`` and the affine's first two rows
-are negated; ITK index axes are nibabel's. ``(X, Y, 1)`` is a ``"yx"`` image with
-``Geometry.plane``; ``(X, Y, Z, T)`` a ``"tzyx"`` series (time spacing 1, ``pixdim[4]``
-in ``meta["time_step"]``), ``(X, Y, 1, T)`` a ``"tyx"`` sequence. CIFTI (intent
-3000-3099 or a ``.dtseries.nii``-style name) is refused.
+"""NIfTI through nibabel, converted between RAS and our LPS/ITK convention (axes and
+4D forms: docs/design.md, "Reading files"); CIFTI is refused.
 """
 
 from __future__ import annotations
@@ -105,16 +100,10 @@ def _intent_code(path: Path) -> int:
             head = fh.read(540)
         size = int.from_bytes(head[:4], "little")
         size = size if size in (348, 540) else int.from_bytes(head[:4], "big")
-        klass = {348: Nifti1Header, 540: Nifti2Header}.get(size)
-        if klass is None:
-            return 0
+        klass = {348: Nifti1Header, 540: Nifti2Header}[size]  # another size: KeyError, so 0
         return int(klass.from_fileobj(io.BytesIO(head), check=False)["intent_code"])
     except Exception:  # noqa: BLE001 - a short or odd header is reported by the real read
         return 0
-
-
-def _is_cifti(path: Path) -> bool:
-    return bool(CIFTI_NAME.search(str(path))) or 3000 <= _intent_code(path) < 3100
 
 
 def _time_step(img) -> float | None:
@@ -130,7 +119,7 @@ def read_nifti(path: Path) -> Raw:
     """Read a NIfTI file as a :class:`Raw`; trailing singleton axes dropped, 5D+ refused."""
     import nibabel as nib
 
-    if _is_cifti(path):
+    if CIFTI_NAME.search(str(path)) or 3000 <= _intent_code(path) < 3100:
         raise InvalidImageError(
             f"{path}: CIFTI is not supported (surface/grayordinate data, not an image on a grid)"
         )

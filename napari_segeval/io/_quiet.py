@@ -1,7 +1,5 @@
-"""Quiet reads (:func:`quiet`) and one-line reasons (:func:`reason`).
-
-Libraries print warnings while reading (ITK, GDCM, pydicom, nibabel); :func:`quiet`
-collects them instead and restores the C locale GDCM changes (``LC_ALL`` to ``"C"``).
+"""Quiet reads (:func:`quiet`: library warnings collected, GDCM's locale change undone)
+and one-line reasons (:func:`reason`).
 """
 
 from __future__ import annotations
@@ -155,13 +153,10 @@ def _swallow_stderr() -> int | None:
 
 @contextmanager
 def quiet(collected: list[str] | None = None, native: bool = False) -> Iterator[list[str]]:
-    """Silence library warnings for the duration of a read.
+    """Collect the warnings raised inside as one-line texts (yielded; ``collected`` if given).
 
-    Python warnings raised inside are appended as one-line text to ``collected`` (a new
-    list when None), which the context yields. SimpleITK's display is switched only when
-    SimpleITK is already imported. With ``native``, what C/C++ libraries print to stderr
-    is swallowed too (every thread's: keep such blocks short). Safe in parallel threads:
-    the process-wide switches are made by the first block to open, undone by the last.
+    ``native`` also swallows what C/C++ libraries print to stderr (every thread's: keep
+    such blocks short). Thread-safe: the first block to open switches, the last restores.
     """
     out = [] if collected is None else collected
     stack = _LOCAL.__dict__.setdefault("stack", [])
@@ -176,18 +171,7 @@ def quiet(collected: list[str] | None = None, native: bool = False) -> Iterator[
 
 @contextmanager
 def one_line_errors(message: str, error: type[SegEvalError] = ReadError) -> Iterator[None]:
-    """Turn what a library raises inside into ``error`` (``message (reason)``, one line).
-
-    A :class:`~napari_segeval.SegEvalError` passes as it is.
-
-    Examples
-    --------
-    >>> with one_line_errors("x.nii: cannot read NIfTI file"):
-    ...     raise ValueError("bad header")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: x.nii: cannot read NIfTI file (bad header)
-    """
+    """Turn what a library raises inside into ``error("message (reason)")``; SegEvalError passes."""
     try:
         yield
     except SegEvalError:
@@ -209,21 +193,7 @@ def one_line(text: str) -> str:
 
 
 def reason(exc: BaseException, default: str = "the file is corrupt") -> str:
-    """What went wrong, in one line, without exception class names or ITK locations.
-
-    Examples
-    --------
-    >>> reason(ValueError("negative count"))
-    'negative count'
-    >>> reason(KeyError())
-    'the file is corrupt'
-    >>> msg = ("Exception thrown in SimpleITK ImageFileReader_Execute: /src/sitkImageReaderBase.cxx:97:"
-    ...        "\\nsitk::ERROR: Unable to determine ImageIO reader for \\"/x.img\\"")
-    >>> reason(RuntimeError(msg))
-    'Unable to determine ImageIO reader for "/x.img"'
-    >>> reason(RuntimeError("ITK ERROR: GDCMImageIO(0x55e3d0): Failed to change syntax"))
-    'Failed to change syntax'
-    """
+    """What went wrong, in one line, without exception class names or ITK locations."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     if isinstance(exc, KeyError) and lines:
         lines = [f"missing element {lines[-1]}"]

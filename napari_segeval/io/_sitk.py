@@ -1,9 +1,5 @@
-"""MetaImage (.mha/.mhd), NRRD, Analyze 7.5 and MINC2 through SimpleITK (imported lazily).
-
-A one-slice 3D grid is a ``"yx"`` image with ``Geometry.plane``; a 4D grey image whose
-fourth axis is orthogonal to the others is ``"tzyx"``. 2D+t MetaImage rule (CAMUS): a
-3D grey MetaImage is ``"tyx"`` when its name contains ``"sequence"``, or when it is
-uint8 with slowest spacing exactly 1 and in-plane spacings below 0.5 mm.
+"""MetaImage, NRRD, Analyze 7.5 and MINC2 through SimpleITK (imported lazily); the
+CAMUS 2D+t MetaImage rule is in docs/design.md, "Reading files".
 """
 
 from __future__ import annotations
@@ -98,17 +94,10 @@ def metaimage_problem(path: Path) -> str | None:
         data = path.read_bytes()
         end = data.find(b"\n", data.find(b"ElementDataFile"))
         if data.find(b"ElementDataFile") < 0 or end < 0:
-            return (
-                "MetaImage header is truncated (no ElementDataFile line)"
-                if data.startswith((b"ObjectType", b"NDims"))
-                else None
-            )
-        fields = {
-            k.strip().lower(): v.strip()
-            for k, _, v in (
-                line.partition("=") for line in data[:end].decode("latin-1").splitlines()
-            )
-        }
+            truncated = data.startswith((b"ObjectType", b"NDims"))
+            return "MetaImage header is truncated (no ElementDataFile line)" if truncated else None
+        header = data[:end].decode("latin-1").splitlines()
+        fields = {k.strip().lower(): v.strip() for k, _, v in (ln.partition("=") for ln in header)}
         name = fields["elementdatafile"]
         if name.upper() == "LOCAL":
             size = len(data) - end - 1
@@ -122,11 +111,9 @@ def metaimage_problem(path: Path) -> str | None:
             expected = int(fields["compresseddatasize"])
         else:
             dims = [int(v) for v in fields["dimsize"].split()]
-            expected = (
-                int(np.prod(dims))
-                * int(fields.get("elementnumberofchannels", 1))
-                * _MET_BYTES[fields["elementtype"].upper().removeprefix("MET_").removeprefix("U")]
-            )
+            element = fields["elementtype"].upper().removeprefix("MET_").removeprefix("U")
+            channels = int(fields.get("elementnumberofchannels", 1))
+            expected = int(np.prod(dims)) * channels * _MET_BYTES[element]
     except (OSError, KeyError, ValueError):
         return None
     if size < expected:
@@ -145,21 +132,33 @@ def _reader_for(path: Path):
     return reader
 
 
+#: What a file of each suffix is, in read errors.
+_WHAT = {
+    ".hdr": "Analyze/NIfTI header",
+    ".img": "Analyze/NIfTI image",
+    ".mnc": "MINC file",
+    ".nrrd": "NRRD file",
+    ".nhdr": "NRRD header",
+    ".mha": "MetaImage",
+    ".mhd": "MetaImage header",
+}
+
+
 def read_itk_file(path: Path) -> Raw:
     """Read a MetaImage, NRRD, Analyze 7.5 (.hdr/.img) or MINC2 (.mnc) file."""
     import SimpleITK as sitk  # noqa: F401 - imported before quiet() switches its warnings
 
     if suffix(path) == ".nrrd":
         check_nrrd_payload(path)
-    noise: list[str] = []
-    with quiet(noise, native=True):
+    with quiet(native=True):
         try:
             img = _reader_for(path).Execute()
         except Exception as exc:
             problem = metaimage_problem(path) if suffix(path) in (".mha", ".mhd") else None
             if problem:
                 raise ReadError(f"{path}: {problem}") from exc
-            raise ReadError(f"{path}: cannot read {_what(path)} ({reason(exc)})") from exc
+            what = _WHAT.get(suffix(path), "image file")
+            raise ReadError(f"{path}: cannot read {what} ({reason(exc)})") from exc
     raw = to_raw(img, path)
     if suffix(path) in (".hdr", ".img") and not _is_nifti_pair(path):
         raw.meta.setdefault("warnings", []).append(
@@ -167,18 +166,6 @@ def read_itk_file(path: Path) -> Raw:
             "of the header (check left/right before trusting it)"
         )
     return raw
-
-
-def _what(path: Path) -> str:
-    return {
-        ".hdr": "Analyze/NIfTI header",
-        ".img": "Analyze/NIfTI image",
-        ".mnc": "MINC file",
-        ".nrrd": "NRRD file",
-        ".nhdr": "NRRD header",
-        ".mha": "MetaImage",
-        ".mhd": "MetaImage header",
-    }.get(suffix(path), "image file")
 
 
 def _is_nifti_pair(path: Path) -> bool:

@@ -11,10 +11,7 @@ from napari_segeval.io.case import Geometry
 
 
 def check_image(image: np.ndarray, axes: str, source: str | Path) -> np.ndarray:
-    """Return ``image`` if it has the dimensionality ``axes`` says and no infinite values.
-
-    NaN is allowed unless every voxel is NaN.
-    """
+    """``image`` if it has the dimensions ``axes`` says and no infinite values (NaN unless all)."""
     if image.ndim != len(axes):
         raise InvalidImageError(
             f"{source}: array has {image.ndim} dimensions {image.shape}, "

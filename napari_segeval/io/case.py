@@ -1,11 +1,5 @@
-"""The :class:`Case` record and its :class:`Geometry`.
-
-Arrays are C order, slowest axis first (as SimpleITK's ``GetArrayFromImage`` and
-napari). Geometry is ITK's LPS: ``spacing`` per array axis in mm; ``origin`` the
-position of voxel ``(0, 0, 0)``'s centre in ``(x, y, z)`` order; ``direction`` ITK's
-cosine matrix, whose column ``j`` is ITK index axis ``j`` (the array axes reversed).
-A single slice placed in 3D is a ``"yx"`` image with the 3D placement in
-``Geometry.plane`` (docs/design.md, "Geometry of a single slice").
+"""The :class:`Case` record and its :class:`Geometry` (ITK's LPS, arrays slowest axis
+first; a single slice placed in 3D keeps that placement in ``Geometry.plane``).
 """
 
 from __future__ import annotations
@@ -39,17 +33,7 @@ _KIND_OF_AXES = {
 
 
 def kind_of_axes(axes: str) -> str:
-    """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` for a case's axes.
-
-    Examples
-    --------
-    >>> [kind_of_axes(a) for a in ("zyx", "czyx", "tyxc", "yx", "tzyx")]
-    ['volume', 'volume', 'video', 'image', 'series']
-    >>> kind_of_axes("xyz")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown axes 'xyz': expected one of czyx, tyx, tyxc, tzyx, yx, yxc, zyx
-    """
+    """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` for a case's axes."""
     try:
         return _KIND_OF_AXES[axes]
     except KeyError:
@@ -67,9 +51,10 @@ class Geometry:
     spacing
         Voxel size in mm per spatial array axis, slowest first (a channel has none).
     origin
-        LPS position of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
+        LPS position of the centre of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
     direction
-        Row-major flattened ITK direction matrix (``ndim x ndim``).
+        Row-major flattened ITK direction matrix (``ndim x ndim``); its column ``j`` is
+        ITK index axis ``j`` (the array axes reversed).
     plane
         2D only: the slice's 3D placement; ``None`` when it has none (PNG, ultrasound).
 
@@ -205,11 +190,8 @@ class Geometry:
     def describe(self) -> str:
         """Short human-readable text used in error messages."""
         sp = ", ".join(f"{s:g}" for s in self.spacing)
-        org = ", ".join(f"{o:g}" for o in self.origin)
-        if self.plane is not None:
-            org = ", ".join(f"{o:g}" for o in self.plane.origin)
-            return f"spacing ({sp}) slice origin ({org})"
-        return f"spacing ({sp}) origin ({org})"
+        where, origin = ("slice ", self.plane.origin) if self.plane else ("", self.origin)
+        return f"spacing ({sp}) {where}origin ({', '.join(f'{o:g}' for o in origin)})"
 
 
 @dataclass

@@ -1,8 +1,5 @@
-"""Writing label maps and images with their source geometry, atomically.
-
-The extension picks the format: NIfTI (RAS affine in qform and sform), MHA/NRRD/MHD
-through SimpleITK, ``.png`` label maps and ``.tif`` (pixel grid only). Files are
-written through :func:`napari_segeval._atomic.atomic_path`.
+"""Writing label maps and images with their source geometry, atomically; the extension
+picks the format (NIfTI, MHA/NRRD/MHD, ``.png`` label maps, ``.tif`` on the pixel grid).
 """
 
 from __future__ import annotations

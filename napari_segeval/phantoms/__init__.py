@@ -1,10 +1,5 @@
-"""Deterministic synthetic cases (phantoms) and the shipped sample data.
-
-Above :mod:`napari_segeval.io`, below :mod:`napari_segeval.models` and the training
-scripts; the runtime never needs them. Generators return
-:class:`~napari_segeval.io.case.Case` objects with reference labels. The shipped
-samples use seeds ``>= SAMPLE_SEED_BASE`` (1000) and training seeds below it, so the
-samples are held out from every built-in model. Only numpy and scipy are imported here.
+"""Deterministic synthetic cases (phantoms) and the shipped sample data (numpy and scipy
+only). Samples use seeds ``>= SAMPLE_SEED_BASE`` (1000), training seeds below it.
 """
 
 #: Samples use seeds >= this value; training must use seeds below it.

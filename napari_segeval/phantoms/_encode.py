@@ -1,10 +1,5 @@
-"""Deterministic file encoders for the sample data: NIfTI-gz, PNG, MetaImage, MP4.
-
-Each returns the bytes of a file (or of several files) so that the same arrays always give
-the same bytes: gzip with ``mtime=0`` and no file name, PNG without metadata, MetaImage
-uncompressed, MP4 muxed and encoded with the ``bitexact`` flags, one thread and fixed
-encoder settings. Heavy libraries (nibabel, Pillow, SimpleITK, PyAV) are imported inside
-the functions.
+"""Deterministic encoders of the sample files: gzip with ``mtime=0``, PNG without
+metadata, uncompressed MetaImage, MP4 with ``bitexact`` flags and one thread.
 """
 
 from __future__ import annotations
@@ -32,28 +27,15 @@ VIDEO_OPTIONS: dict[str, str] = {
 
 
 def ras_affine(geometry: Geometry) -> np.ndarray:
-    """NIfTI (RAS) affine of an array stored transposed to ``(x, y, z)`` order.
-
-    ``affine_RAS = diag(-1, -1, 1, 1) @ affine_LPS`` where ``affine_LPS`` maps the
-    reversed array indices ``(i, j, k)`` to LPS millimetres.
-
-    Examples
-    --------
-    >>> g = Geometry((2.5, 1.0, 0.5), (10.0, 20.0, 30.0), tuple(np.eye(3).ravel()))
-    >>> ras_affine(g).tolist()
-    [[-0.5, 0.0, 0.0, -10.0], [0.0, -1.0, 0.0, -20.0], [0.0, 0.0, 2.5, 30.0], [0.0, 0.0, 0.0, 1.0]]
-    """
+    """``diag(-1, -1, 1, 1) @ affine_LPS`` of an array stored transposed to ``(x, y, z)``."""
     n = geometry.ndim
     ijk = geometry.affine()[:, list(range(n))[::-1] + [n]]
     return np.diag([-1.0, -1.0] + [1.0] * (n - 1)) @ ijk
 
 
 def nifti_gz_bytes(array: np.ndarray, geometry: Geometry, descrip: str = "") -> bytes:
-    """Gzipped NIfTI-1 bytes of a ``(z, y, x)`` (or ``(t, y, x)``) array.
-
-    The array is written transposed to NIfTI's ``(x, y, z)`` order with qform and sform
-    codes 1 (scanner) set to :func:`ras_affine` and units mm.
-    """
+    """Gzipped NIfTI-1 bytes of a ``(z, y, x)`` (or ``(t, y, x)``) array, transposed, with
+    qform and sform code 1 set to :func:`ras_affine`, units mm."""
     import nibabel as nib
 
     if array.ndim != 3 or geometry.ndim != 3:
@@ -79,10 +61,7 @@ def png_bytes(array: np.ndarray) -> bytes:
 
 
 def metaimage_files(array: np.ndarray, spacing: tuple[float, ...], name: str) -> dict[str, bytes]:
-    """Uncompressed MetaImage ``name.mhd`` + ``name.raw`` bytes (SimpleITK writer).
-
-    ``spacing`` is per array axis (slowest first); it is reversed into ITK order.
-    """
+    """Uncompressed MetaImage ``name.mhd`` + ``name.raw`` bytes; ``spacing`` slowest axis first."""
     import SimpleITK as sitk
 
     img = sitk.GetImageFromArray(np.ascontiguousarray(array))
@@ -101,14 +80,7 @@ def _av():
 
 
 def mp4_bytes(frames: np.ndarray, fps: int) -> bytes:
-    """MP4 (:data:`VIDEO_CODEC`, yuv420p) bytes of ``(t, y, x)`` grey ``uint8`` frames.
-
-    Examples
-    --------
-    >>> clip = np.zeros((2, 16, 16), np.uint8)
-    >>> mp4_bytes(clip, 25) == mp4_bytes(clip, 25)
-    True
-    """
+    """MP4 (:data:`VIDEO_CODEC`, yuv420p) bytes of ``(t, y, x)`` grey ``uint8`` frames."""
     av = _av()
     buf = io.BytesIO()
     with av.open(buf, "w", format="mp4", options={"fflags": "+bitexact"}) as container:
@@ -127,14 +99,7 @@ def mp4_bytes(frames: np.ndarray, fps: int) -> bytes:
 
 
 def decode_mp4_grey(data: bytes) -> np.ndarray:
-    """Decode MP4 bytes to ``(t, y, x)`` grey ``uint8`` frames.
-
-    Examples
-    --------
-    >>> clip = np.full((2, 16, 16), 128, np.uint8)
-    >>> decode_mp4_grey(mp4_bytes(clip, 25)).shape
-    (2, 16, 16)
-    """
+    """Decode MP4 bytes to ``(t, y, x)`` grey ``uint8`` frames."""
     av = _av()
     with av.open(io.BytesIO(data)) as container:
         return np.stack([f.to_ndarray(format="gray") for f in container.decode(video=0)])

@@ -1,8 +1,4 @@
-"""Shared building blocks of the phantoms: smooth random fields and deformed ellipsoids.
-
-Deterministic given a :class:`numpy.random.Generator`: coarse random grids upsampled
-with cubic splines.
-"""
+"""Building blocks of the phantoms: smooth random fields and deformed ellipsoids."""
 
 from __future__ import annotations
 
@@ -17,17 +13,8 @@ from napari_segeval.io.case import Case
 def smooth_field(
     rng: np.random.Generator, shape: Sequence[int], coarse: Sequence[int]
 ) -> np.ndarray:
-    """Smooth random ``float32`` field with unit-ish amplitude on a grid of ``shape``.
-
-    ``coarse`` is the shape of the grid of independent normal values (>= 2 per axis);
-    fewer nodes give smoother fields.
-
-    Examples
-    --------
-    >>> f = smooth_field(np.random.default_rng(0), (8, 20), (3, 4))
-    >>> f.shape, f.dtype
-    ((8, 20), dtype('float32'))
-    """
+    """Smooth random ``float32`` field of unit-ish amplitude: normal values on a ``coarse``
+    grid (>= 2 per axis; fewer nodes, smoother) upsampled by cubic splines."""
     coarse = tuple(max(2, int(c)) for c in coarse)
     values = rng.standard_normal(coarse)
     factors = [s / c for s, c in zip(shape, coarse)]
@@ -43,16 +30,8 @@ def ellipsoid_level(
 ) -> np.ndarray:
     """Implicit ellipsoid ``sum(((p - c) / r) ** 2)``: below 1 inside, above 1 outside.
 
-    ``coords`` are broadcastable coordinate arrays (mm), slowest axis first; ``centre``
-    and ``radii`` (semi-axes) in the same order; ``angle`` (radians) rotates the last
-    two axes.
-
-    Examples
-    --------
-    >>> y, x = np.ogrid[-2:3, -2:3]
-    >>> inside = ellipsoid_level((y, x), (0, 0), (1.5, 2.5)) < 1
-    >>> int(inside.sum())
-    11
+    ``coords`` (mm, broadcastable), ``centre`` and ``radii`` slowest axis first;
+    ``angle`` (radians) rotates the last two axes.
     """
     d = [np.asarray(c, dtype=np.float32) - np.float32(m) for c, m in zip(coords, centre)]
     if angle:
@@ -69,14 +48,7 @@ def ellipsoid_level(
 
 
 def mm_grid(shape: Sequence[int], spacing: Sequence[float]) -> list[np.ndarray]:
-    """Open grids of physical coordinates (mm), centred on the middle of the array.
-
-    Examples
-    --------
-    >>> z, x = mm_grid((3, 4), (2.0, 0.5))
-    >>> z.ravel().tolist(), x.ravel().tolist()
-    ([-2.0, 0.0, 2.0], [-0.75, -0.25, 0.25, 0.75])
-    """
+    """Open grids of physical coordinates (mm), centred on the middle of the array."""
     grids = []
     for axis, (s, sp) in enumerate(zip(shape, spacing)):
         c = (np.arange(s, dtype=np.float32) - np.float32((s - 1) / 2)) * np.float32(sp)

@@ -1,10 +1,6 @@
-"""Abdominal CT phantom in Hounsfield units with liver, spleen, kidneys and liver tumours.
-
-``(z, y, x)`` with identity direction in ITK's LPS convention, centred on the volume:
-``x`` increases toward the patient's Left (liver and right kidney at small ``x``, the
-viewer's left), ``y`` toward Posterior (spine at large ``y``), ``z`` toward Superior
-(liver and spleen above the kidneys; no organ spans every slice). Anatomy is drawn in mm
-relative to the body outline; organs are ellipsoids deformed by smooth random fields.
+"""Abdominal CT phantom in HU: ``(z, y, x)``, identity LPS direction centred on the
+volume (liver and right kidney at small ``x``, spine at large ``y``); organs are
+ellipsoids deformed by smooth random fields.
 """
 
 from __future__ import annotations
@@ -169,26 +165,12 @@ def make_ct_case(
     spacing: Sequence[float] = (2.5, 1.2, 1.2),
     tumour: bool | None = None,
 ) -> Case:
-    """Synthetic contrast-enhanced abdominal CT volume with reference labels.
+    """Synthetic contrast-enhanced abdominal CT: ``int16`` HU ``(z, y, x)`` with ``uint8``
+    labels of :data:`CT_STRUCTURES`, LPS geometry centred on the volume.
 
-    Parameters
-    ----------
-    seed : int
-        Random seed; the same seed always gives the same arrays. Shipped samples use
-        seeds >= :data:`~napari_segeval.phantoms.SAMPLE_SEED_BASE`; training uses smaller.
-    shape : sequence of int
-        Array shape ``(z, y, x)``.
-    spacing : sequence of float
-        Voxel size in mm per array axis (anisotropic by default: thick slices).
-    tumour : bool or None
-        Force a liver tumour on (``True``) or off (``False``); ``None`` draws one with
-        probability :data:`TUMOUR_PROBABILITY`. The rest of the anatomy does not depend on it.
-
-    Returns
-    -------
-    Case
-        ``int16`` HU image (axes ``"zyx"``, modality ``"CT"``), ``uint8`` labels with ids
-        of :data:`CT_STRUCTURES`, LPS geometry centred on the volume.
+    Same seed, same arrays (samples use seeds >= ``SAMPLE_SEED_BASE``). ``tumour``
+    forces a liver tumour on or off; ``None`` draws one with probability
+    :data:`TUMOUR_PROBABILITY`, and the rest of the anatomy does not depend on it.
     """
     shape, spacing = _check_args(shape, spacing)
     rng = np.random.default_rng(seed)

@@ -1,9 +1,6 @@
-"""Cardiac ultrasound (apical view) phantom clip: a beating left ventricle in a sector.
-
-Mimics a CAMUS apical sequence (apex at the top, left atrium below the mitral plane, an
-unlabelled right heart as a distractor) under correlated speckle, log-compressed to 8
-bits. Spacing ``(1.0, 1.4, 1.4)``: one unit per frame, 1.4 mm pixels (a 112-pixel sector
-reaches about 157 mm).
+"""Cardiac ultrasound phantom clip (CAMUS-like apical view): a beating left ventricle (apex
+at the top, left atrium below the mitral plane, an unlabelled right heart as a distractor)
+under correlated speckle, log-compressed to 8 bits, 1.4 mm pixels.
 """
 
 from __future__ import annotations
@@ -78,24 +75,11 @@ def _speckle(rng, n_frames: int, shape: tuple[int, int]) -> np.ndarray:
 
 
 def make_echo_clip(seed: int, n_frames: int = 24, shape: Sequence[int] = (112, 112)) -> Case:
-    """Synthetic apical echocardiography clip with LV, myocardium and LA labels.
+    """Synthetic apical echo clip: ``uint8`` ``(t, y, x)`` (``"tyx"``, US) with labels of
+    :data:`ECHO_STRUCTURES`, spacing ``(1, 1.4, 1.4)``.
 
-    Parameters
-    ----------
-    seed : int
-        Random seed (same seed, same clip). Samples use seeds >= 1000.
-    n_frames : int
-        Number of frames; the heart beats with a period of 18-26 frames and a
-        seed-dependent phase.
-    shape : sequence of int
-        Frame shape ``(y, x)``.
-
-    Returns
-    -------
-    Case
-        ``uint8`` grey image ``(t, y, x)`` (axes ``"tyx"``, modality ``"US"``), ``uint8``
-        labels with ids of :data:`ECHO_STRUCTURES`, spacing ``(1, 1.4, 1.4)``.
-        ``meta`` holds ``fps``, ``ed_frame`` and ``es_frame`` (largest and smallest LV).
+    The heart beats with a period of 18-26 frames and a seed-dependent phase; ``meta``
+    holds ``fps``, ``ed_frame`` and ``es_frame`` (largest and smallest LV).
     """
     shape = tuple(int(s) for s in shape)
     if len(shape) != 2 or min(shape) < 32 or int(n_frames) < 1:

@@ -1,7 +1,5 @@
-"""2D colour phantoms: endoscopy with polyps (NeoPolyp-like) and dermoscopy (ISIC-like).
-
-Both return ``(y, x, 3)`` ``uint8`` RGB images on a unit-spacing grid (these modalities
-have no calibrated pixel size) with ``uint8`` label maps ``(y, x)``.
+"""2D colour phantoms on a unit grid: endoscopy with polyps (NeoPolyp-like) and
+dermoscopy (ISIC-like).
 """
 
 from __future__ import annotations
@@ -31,14 +29,11 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, int]:
     return shape
 
 
-def _to_uint8(rgb: np.ndarray) -> np.ndarray:
-    return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
-
-
 def _rgb_case(generator: str, seed: int, rgb, labels, modality: str, structures) -> Case:
     """A colour phantom's case: ``rgb`` as ``uint8`` on a unit grid (axes ``"yxc"``)."""
+    image = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
     return phantom_case(
-        generator, seed, _to_uint8(rgb), Geometry.identity(2), "yxc", modality, labels, structures
+        generator, seed, image, Geometry.identity(2), "yxc", modality, labels, structures
     )
 
 
@@ -50,24 +45,9 @@ def _blob(rng, shape, centre, radii, wobble: float) -> np.ndarray:
 
 
 def make_polyp_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
-    """Synthetic colonoscopy frame with one or two polyps (NeoPolyp-like classes).
-
-    Pinkish mucosa with a vessel network, a dark lumen, vignetting and a black
-    endoscope border, specular highlights, and raised polyps shaded like domes.
-
-    Parameters
-    ----------
-    seed : int
-        Random seed (same seed, same image). Samples use seeds >= 1000.
-    shape : sequence of int
-        Image shape ``(y, x)``.
-
-    Returns
-    -------
-    Case
-        RGB ``uint8`` image (axes ``"yxc"``, modality ``"endoscopy"``) and ``uint8`` labels
-        with ids of :data:`POLYP_STRUCTURES`.
-    """
+    """Synthetic colonoscopy frame (``"yxc"`` uint8, endoscopy) with one or two polyps
+    labelled with :data:`POLYP_STRUCTURES`: mucosa with vessels, a dark lumen,
+    vignetting, a black endoscope border and specular highlights."""
     h, w = _check_shape(shape)
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
@@ -127,22 +107,8 @@ def _hairs(rng, yy, xx, n: int) -> np.ndarray:
 
 
 def make_skin_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
-    """Synthetic dermoscopy image with one pigmented lesion (binary, ISIC 2018-like).
-
-    Skin-toned background with texture, a few hairs, dark dermoscope corners, and an
-    irregular brown lesion with a darker pigment network and a darker centre.
-
-    Parameters
-    ----------
-    seed, shape
-        As in :func:`make_polyp_image`.
-
-    Returns
-    -------
-    Case
-        RGB ``uint8`` image (axes ``"yxc"``, modality ``"dermoscopy"``) and ``uint8`` labels
-        (``1`` = lesion, see :data:`SKIN_STRUCTURES`).
-    """
+    """Synthetic dermoscopy image (``"yxc"`` uint8) with one pigmented lesion (label 1),
+    hairs and dark dermoscope corners (ISIC 2018-like)."""
     h, w = _check_shape(shape)
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
@@ -174,25 +140,8 @@ def make_skin_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
 def labels_to_rgb_mask(
     labels: np.ndarray, table: Mapping[int, Sequence[int]] | None = None
 ) -> np.ndarray:
-    """Colour-code a label map (NeoPolyp style: red neoplastic, green non-neoplastic).
-
-    Parameters
-    ----------
-    labels : numpy.ndarray
-        Integer label map ``(y, x)``.
-    table : mapping of int to RGB triple, optional
-        Colour of each label id; defaults to :data:`POLYP_COLORS`. Background is black.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``uint8`` array ``(y, x, 3)``.
-
-    Raises
-    ------
-    ValueError
-        If ``labels`` holds an id other than 0 that has no colour in ``table``.
-    """
+    """``(y, x, 3)`` uint8 colour coding of a label map by ``table`` (default
+    :data:`POLYP_COLORS`; background black); ValueError for an id without a colour."""
     table = POLYP_COLORS if table is None else table
     labels = np.asarray(labels)
     missing = sorted(set(np.unique(labels).tolist()) - {0} - {int(k) for k in table})

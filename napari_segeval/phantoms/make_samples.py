@@ -1,9 +1,5 @@
-"""Write (or check) the committed sample data set.
-
-``python -m napari_segeval.phantoms.make_samples [--out sample_data] [--check]``: fixed
-seeds and deterministic encoding give identical bytes. ``--check`` regenerates into a
-temporary folder and compares (compressed files that differ only by encoder build pass
-with a note). Writing replaces the generator's files atomically and deletes no other.
+"""Write or ``--check`` the committed sample data set
+(``python -m napari_segeval.phantoms.make_samples [--out sample_data] [--check]``).
 """
 
 from __future__ import annotations
@@ -41,7 +37,6 @@ from napari_segeval.phantoms._encode import (
     nifti_gz_bytes,
     png_bytes,
 )
-from napari_segeval.phantoms._sample_readme import render_readme
 from napari_segeval.phantoms.echo import ECHO_FPS
 
 #: Seed of each sample (all >= SAMPLE_SEED_BASE, so training never sees them).
@@ -72,6 +67,10 @@ def _structures_json(structures: dict[int, str]) -> dict[str, str]:
     return {str(k): v for k, v in sorted(structures.items())}
 
 
+def _colors_json(colors: dict) -> dict[str, list]:
+    return {str(k): list(v) for k, v in colors.items()}
+
+
 def _folder_dataset_json(
     name: str, modality: str, structures: dict[int, str], colors: dict | None = None
 ) -> bytes:
@@ -85,7 +84,7 @@ def _folder_dataset_json(
         "labels": {"0": "background", **_structures_json(structures)},
     }
     if colors:
-        dataset["color_table"] = {str(k): list(v) for k, v in colors.items()}
+        dataset["color_table"] = _colors_json(colors)
     return (json.dumps(dataset, indent=4) + "\n").encode()
 
 
@@ -97,7 +96,6 @@ def _labels(case: Case) -> np.ndarray:
 
 
 def _nifti_pair(files: dict, image: str, labels: str, case: Case, seed: int, what: str) -> None:
-    """A phantom's image and labels as NIfTI files."""
     for path, array, part in ((image, case.image, ""), (labels, _labels(case), " labels")):
         files[path] = nifti_gz_bytes(array, case.geometry, f"{what} phantom{part} seed {seed}")
 
@@ -106,9 +104,8 @@ def _ct(files: dict, index: dict, rows: list) -> None:
     seed = SEEDS["ct"]
     case = make_ct_case(seed, tumour=True)
     _nifti_pair(files, "ct/ct_001.nii.gz", "ct/ct_001_labels.nii.gz", case, seed, "CT")
-    files_ct = {"image": "ct/ct_001.nii.gz", "labels": "ct/ct_001_labels.nii.gz"}
-    index["ct"] = {**files_ct, "modality": "CT", "structures": _structures_json(case.structures)}
-    index["ct"]["seed"] = seed
+    index["ct"] = {"image": "ct/ct_001.nii.gz", "labels": "ct/ct_001_labels.nii.gz"}
+    index["ct"].update(modality="CT", structures=_structures_json(case.structures), seed=seed)
     files["ct/dataset.json"] = _folder_dataset_json("CT phantom", "CT", case.structures)
     rows.append(("ct/ct_001.nii.gz (+ _labels)", case, f"make_ct_case({seed}, tumour=True)"))
 
@@ -160,11 +157,19 @@ def _echo(files: dict, index: dict, rows: list, video: bool) -> None:
     rows.append((what, clip, f"make_echo_clip({seed})"))
 
 
+def _isic_mask(labels: np.ndarray) -> np.ndarray:
+    return (labels > 0).astype(np.uint8) * 255
+
+
+#: The 2D samples: generator, mask name suffix, mask encoding, modality, structures.
+_SAMPLES_2D = {
+    "polyp": (make_polyp_image, "mask", labels_to_rgb_mask, "endoscopy", POLYP_STRUCTURES),
+    "skin": (make_skin_image, "segmentation", _isic_mask, "dermoscopy", SKIN_STRUCTURES),
+}
+
+
 def _images2d(files: dict, index: dict, rows: list) -> None:
-    for kind, make, suffix, mask in (
-        ("polyp", make_polyp_image, "mask", labels_to_rgb_mask),
-        ("skin", make_skin_image, "segmentation", lambda y: (y > 0).astype(np.uint8) * 255),
-    ):
+    for kind, (make, suffix, mask, modality, structures) in _SAMPLES_2D.items():
         for i in range(1, N_2D + 1):
             seed, stem = SEEDS[kind] + i - 1, f"{kind}/{kind}_{i:03d}"
             case = make(seed)
@@ -172,26 +177,108 @@ def _images2d(files: dict, index: dict, rows: list) -> None:
             files[f"{stem}_{suffix}.png"] = png_bytes(mask(_labels(case)))
             rows.append((f"{stem}.png (+ _{suffix}.png)", case, f"{make.__name__}({seed})"))
         index[f"{kind}_folder"] = kind
-    files["polyp/dataset.json"] = _folder_dataset_json(
-        "Polyp phantom", "endoscopy", POLYP_STRUCTURES, POLYP_COLORS
+        colors = POLYP_COLORS if kind == "polyp" else None
+        name = f"{kind.capitalize()} phantom"
+        files[f"{kind}/dataset.json"] = _folder_dataset_json(name, modality, structures, colors)
+        first = {"image": f"{kind}/{kind}_001.png", "labels": f"{kind}/{kind}_001_{suffix}.png"}
+        index[kind] = {**first, "modality": modality, "structures": _structures_json(structures)}
+        if colors:
+            index[kind]["color_table"] = _colors_json(colors)
+        else:
+            index[kind]["label_values"] = {"0": 0, "255": 1}
+        index[kind]["seed"] = SEEDS[kind]
+
+
+#: ``sample_data/README.md``, rendered from the generated cases so it stays true.
+_HEAD = """\
+# napari-segeval sample data
+
+Small synthetic cases (no patient data; CC0) used by the viewer's *File > Open Sample*,
+the documentation, the tests and the benchmarks. Every file is made by
+`napari_segeval.phantoms` from a fixed seed and encoded deterministically (gzip with
+mtime 0, PNG without metadata, uncompressed MetaImage, MP4 with `bitexact` flags), so
+
+    python -m napari_segeval.phantoms.make_samples --out sample_data          # rewrite
+    python -m napari_segeval.phantoms.make_samples --out sample_data --check  # verify
+
+reproduces them byte for byte (`--check` exits 1 on any difference; a compressed file
+whose bytes differ only because of another zlib/encoder build but decodes to the same
+data passes with a note).
+
+**Seeds.** Samples use seeds >= `SAMPLE_SEED_BASE` = 1000 ({seeds}); training scripts
+must use seeds < 1000, so the shipped samples are held out from every built-in model.
+
+**Geometry.** Arrays are slowest-axis first. NIfTI files hold the array transposed to
+(x, y, z) with a RAS affine `diag(-1, -1, 1, 1) @ affine_LPS` (qform = sform code 1, mm);
+read with `napari_segeval.io` they come back as (z, y, x) in LPS. The CT phantoms have
+identity direction: x increases toward the patient's **left** (the liver and right kidney
+are at small x, on the image's left as in radiological display), y toward **posterior**,
+z toward **superior**.
+
+## Files
+
+| file | modality | axes | shape | dtype | spacing (mm) | structures | made by |
+|---|---|---|---|---|---|---|---|
+"""
+
+_TAIL = """
+## What the phantoms look like
+
+* **CT** (`make_ct_case`): contrast-enhanced abdomen in HU (int16). Air -1000, skin,
+  subcutaneous fat (about -100), muscle wall (about 45), intra-abdominal fat and bowel
+  with gas pockets (-950), vertebra (cancellous 300-400, cortex 800-1000, discs), ribs
+  (650-850), aorta and IVC, liver 55-65, spleen 45-52, kidneys (cortex 145-165, medulla
+  95-110), hypodense liver tumour 20-32. Organs are ellipsoids deformed by smooth random
+  fields; each spans only part of the slices. Partial-volume blur (Gaussian, 0.7 voxel)
+  and Gaussian noise (10-15 HU). Labels: uint8 ids as listed.
+* **MSD task** (`msd_task/{task}`): the same phantom at {msd_shape} with per-case
+  spacing, MSD layout (`dataset.json`, `imagesTr/`, `labelsTr/`); `abd_003` has no tumour.
+* **Echo** (`make_echo_clip`): apical cardiac ultrasound, sector field of view, speckle
+  (Rayleigh magnitude of smoothed complex noise, correlated across frames), log
+  compression; LV contracts and relaxes with a seed-dependent period and phase.
+  `echo_001.mp4` is the grey clip ({codec}, yuv420p, {fps} fps: lossy, so pixel values
+  differ slightly from the MetaImage); `echo_001_labels.nii.gz` is the (t, y, x) label
+  sequence with spacing (1, 1.4, 1.4); `echo_001_sequence.mhd/.raw` and
+  `echo_001_sequence_gt.mhd/.raw` are the same clip and labels CAMUS-style (lossless).
+  End-diastole frame {ed}, end-systole frame {es}.
+* **Polyp** (`make_polyp_image`): endoscopy RGB with mucosa texture, vessels, lumen,
+  vignetting and specular highlights; 1-2 polyps. Masks are NeoPolyp-style RGB:
+  red (255, 0, 0) = neoplastic, green (0, 255, 0) = non-neoplastic; `polyp/dataset.json`
+  holds these colours under `"color_table"`, so readers and `segeval` decode the masks.
+* **Skin** (`make_skin_image`): dermoscopy RGB with hairs and one pigmented lesion;
+  ISIC-style masks, 0 = background, 255 = lesion.
+
+## index.json
+
+Maps a sample name to its files (paths relative to this folder) and facts about it:
+{names}. Use `napari_segeval.phantoms.samples.sample_path(name, part)` to get a path.
+"""
+
+
+def _row(path: str, case: Case, call: str) -> str:
+    shape = "×".join(str(s) for s in case.image.shape)
+    spacing = "×".join(f"{s:g}" for s in case.spacing)
+    names = ", ".join(f"{k} {v}" for k, v in sorted(case.structures.items()))
+    cells = (case.modality, case.axes, shape, str(case.image.dtype), spacing, names)
+    return f"| `{path}` | " + " | ".join(cells) + f" | `{call}` |\n"
+
+
+def render_readme(rows: list, index: dict, seeds: dict[str, int]) -> str:
+    """Markdown describing every generated file."""
+    seq = index.get("echo_sequence", {})
+    video = index.get("video", {})
+    head = _HEAD.replace("{seeds}", ", ".join(f"{k} {v}" for k, v in seeds.items()))
+    body = "".join(_row(*r) for r in rows)
+    tail = _TAIL.format(
+        task=index.get("msd_task", "").split("/")[-1],
+        msd_shape="32×96×96",
+        codec=video.get("codec", "not written"),
+        fps=video.get("fps", "-"),
+        ed=seq.get("ed_frame", "-"),
+        es=seq.get("es_frame", "-"),
+        names=", ".join(f"`{k}`" for k in index),
     )
-    files["skin/dataset.json"] = _folder_dataset_json("Skin phantom", "dermoscopy", SKIN_STRUCTURES)
-    index["polyp"] = {
-        "image": "polyp/polyp_001.png",
-        "labels": "polyp/polyp_001_mask.png",
-        "modality": "endoscopy",
-        "structures": {"1": "neoplastic", "2": "non_neoplastic"},
-        "color_table": {str(k): list(v) for k, v in POLYP_COLORS.items()},
-        "seed": SEEDS["polyp"],
-    }
-    index["skin"] = {
-        "image": "skin/skin_001.png",
-        "labels": "skin/skin_001_segmentation.png",
-        "modality": "dermoscopy",
-        "structures": {"1": "lesion"},
-        "label_values": {"0": 0, "255": 1},
-        "seed": SEEDS["skin"],
-    }
+    return head + body + tail
 
 
 def build_samples(video: bool = True) -> dict[str, bytes]:
@@ -211,7 +298,7 @@ def build_samples(video: bool = True) -> dict[str, bytes]:
 
 
 def write_samples(out: str | os.PathLike, video: bool = True) -> list[Path]:
-    """Generate the samples and write them under ``out`` (each file atomically)."""
+    """Generate the samples and write them under ``out`` (atomically; no other file deleted)."""
     out = Path(out)
     written = []
     for rel, data in build_samples(video=video).items():
@@ -242,12 +329,9 @@ def _same_content(rel: str, have: bytes, want: bytes) -> bool:
 
 
 def check_samples(root: str | os.PathLike) -> dict[str, str]:
-    """Regenerate into a temporary folder and compare with the files under ``root``.
-
-    State per relative path: ``"identical"``, ``"same content"`` (bytes differ only by
-    compression/encoder build), ``"different"``, ``"missing"`` or ``"unexpected"`` (a
-    file under ``root`` the generator does not make).
-    """
+    """Regenerate into a temporary folder and compare: per relative path ``"identical"``,
+    ``"same content"`` (another encoder build), ``"different"``, ``"missing"`` or
+    ``"unexpected"`` (not made by the generator)."""
     root = Path(root)
     states: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="segeval-samples-") as tmp:

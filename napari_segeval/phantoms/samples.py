@@ -56,11 +56,8 @@ def _built_with(root: Path) -> dict:
 
 
 def _generate_into(final: Path) -> Path:
-    """Generate the samples in a temporary sibling folder, then move it into place.
-
-    A cache already at ``final`` (built with less) is replaced only once the new one is
-    complete: renamed aside, the new one renamed in, the old one removed.
-    """
+    """Generate the samples in a temporary sibling folder, then move it into place (an old
+    cache at ``final`` is renamed aside only once the new one is complete)."""
     from napari_segeval.phantoms.make_samples import write_samples
 
     final.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ import pytest
 
 from napari_segeval._errors import MissingDependencyError, ReadError
 from napari_segeval.io import read_image, read_labels
-from napari_segeval.io._video import to_grey_if_equal
+from napari_segeval.io._raster import to_grey_if_equal
 
 pytest.importorskip("av")
 
