@@ -1,12 +1,7 @@
 """The Aleatoric Uncertainty Value (AUV) of Li et al., CVPR 2026 (arXiv 2604.10963).
 
-Turns each class's decoded map (:mod:`.features`) into the paper's numbers (numpy
-only): the class's semantic perception scale ``S(i|c)`` (normalized entropy of its
-singular-value energy), the sample scale ``S(i)`` (their sum over the foreground
-classes scored; a class absent from the sample adds nothing) and the AUV, a min-max
-normalization of ``log S(i)`` over the data set (1 = most uncertain). The paper's
-definitions and the released code's differences are in docs/protocols.md
-("uncertainty").
+Class scale ``S(i|c)``, sample scale ``S(i)`` and AUV from decoded maps (:mod:`.features`);
+the definitions and the released code's differences: docs/protocols.md ("uncertainty").
 """
 
 from __future__ import annotations
@@ -163,16 +158,3 @@ def auv_table(class_scales: Mapping[str, Mapping[str, float]], aggregate: str = 
             for k in cases
         },
     }
-
-
-__all__ = [
-    "AGGREGATES",
-    "LAYOUTS",
-    "auv_table",
-    "class_matrix",
-    "energy",
-    "gram_eigenvalues",
-    "normalize",
-    "sample_scale",
-    "semantic_scale",
-]

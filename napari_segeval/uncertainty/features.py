@@ -1,9 +1,7 @@
 """Class-wise decoded maps of a frozen promptable model, and their semantic perception scales.
 
-Each structure is prompted with its box on the middle slice of its extent and walked
-through the whole volume both ways, with no early stop, confidence stop or
-post-processing. The *decoded map* is the mask decoder's output before any threshold:
-MedSAM2's logits (``capabilities.logits``), else the backend's probabilities.
+The *decoded map* is the mask decoder's output before any threshold (MedSAM2's logits,
+else the backend's probabilities), walked both ways with no stop or post-processing.
 """
 
 from __future__ import annotations
@@ -192,6 +190,3 @@ def class_scales(
                 row["note"] = "decoded map is zero or has fewer than 2 rows/columns: no scale"
         rows.append(row)
     return rows
-
-
-__all__ = ["MIN_VOXELS", "class_scales", "decoded_map", "feature_kind"]

@@ -1,10 +1,7 @@
 """Prompt-jitter uncertainty of promptable models (aleatoric: where would the box be?).
 
-Each sample jitters every box (:meth:`~napari_segeval.prompts.Box.jittered`; points and
-masks kept), adds Gaussian intensity noise and propagates; the maps are the binary
-entropy of each structure's mean probability, the largest over structures. Without
-noise a backend that keeps per-frame features encodes the slices once and decodes
-every further sample from the kept embeddings.
+Each sample jitters every box, adds Gaussian intensity noise and propagates; without
+noise a backend that keeps per-frame features encodes the slices only once.
 """
 
 from __future__ import annotations
@@ -165,9 +162,6 @@ def prompt_tta(
         method="prompt-jitter",
         params=params,
     )
-
-
-__all__ = ["prompt_tta"]
 
 
 def _mean(stats: SampleStats) -> np.ndarray:

@@ -1,10 +1,6 @@
-"""Training lists without the most uncertain cases, in the layouts people train with.
-
-nnU-Net ``splits_final.json``: removed cases leave every fold's ``train`` list (``val``
-kept, so validation stays comparable). MSD / nnU-Net ``dataset.json``: they leave
-``training`` or ``dataset`` and ``numTraining`` follows; a v2 ``dataset.json`` that lists
-no cases cannot drop any (the splits file does). A case is named by its image file name
-without extension or ``_0000`` channel suffix.
+"""Training lists without the most uncertain cases: nnU-Net ``splits_final.json`` and
+MSD / nnU-Net ``dataset.json`` (a v2 one that lists no cases cannot drop any; the splits
+file does).
 """
 
 from __future__ import annotations
@@ -107,13 +103,3 @@ def filter_dataset_json(dataset: dict, removed: Iterable[str]) -> tuple[dict, li
         out["dataset"] = {c: v for c, v in explicit.items() if c not in gone}
         out["numTraining"] = len(out["dataset"])
     return out, sorted(set(dropped))
-
-
-__all__ = [
-    "NNUNET_FOLDS",
-    "NNUNET_SEED",
-    "case_id_of",
-    "crossval_splits",
-    "filter_dataset_json",
-    "filter_splits",
-]
