@@ -247,13 +247,9 @@ def slice_signals(
     for k in slices:
         m = masks[k]
         near = [masks[j] for j in (k - 1, k + 1) if 0 <= j < n and areas[j] > 0]
-        if m.any():
-            cont = 1.0 - (float(np.mean([mask_dice(m, b) for b in near])) if near else 0.0)
-        else:
-            cont = math.nan
         row = {
             Signal.ENTROPY: slice_entropy(probs[k], m),
-            Signal.CONTINUITY: cont,
+            Signal.CONTINUITY: (_disagreement(m, near) if near else 1.0) if m.any() else math.nan,
             Signal.END: end_risk.get(k, 0.0),
             Signal.MODELS: _disagreement(m, [o[k] for o in others]),
             Signal.TTA: _disagreement(m, [a[k] for a in augmented]),
