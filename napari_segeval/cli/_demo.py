@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from napari_segeval._errors import SegEvalError, WriteError
 from napari_segeval.cli import _common as common
 
 
@@ -150,8 +151,6 @@ def display_problem(
 
 def run(args: argparse.Namespace) -> int:
     """Open the demo; with ``--screenshot``, save it and exit."""
-    from napari_segeval._errors import SegEvalError, WriteError
-
     problem = display_problem()
     if problem:
         raise SegEvalError(problem)

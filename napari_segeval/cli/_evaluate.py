@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli import _common as common
 from napari_segeval.cli._progress import progress_bar
 
@@ -161,8 +162,6 @@ def _value(text: str):
 
 def parse_params(items: list[str]) -> dict:
     """``["jitter=5", "model=builtin"]`` -> ``{"jitter": 5, "model": "builtin"}`` (JSON values)."""
-    from napari_segeval._errors import SegEvalError
-
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -177,8 +176,6 @@ def parse_attack(text: str) -> dict:
 
     NAME may itself be ``module:function`` (a user attack).
     """
-    from napari_segeval._errors import SegEvalError
-
     name, _, rest = text.rpartition(":") if "=" in text else (text, "", "")
     if "=" in name:
         raise SegEvalError(f"--attack needs NAME[:K=V,...], got {text!r}")
@@ -203,8 +200,6 @@ def apply_models(overrides: dict, models: list[str]) -> dict:
     ...
     napari_segeval._errors.SegEvalError: --param model=builtin and --model threshold disagree: name each model with --model
     """
-    from napari_segeval._errors import SegEvalError
-
     if not models:
         return overrides
     given = overrides.get("model")
@@ -322,7 +317,6 @@ def rounds_text(results: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the evaluation and print its summary; exit 3 when some cases failed."""
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.evaluation import run_evaluation
 
     overrides = apply_models(parse_params(args.param), args.model)

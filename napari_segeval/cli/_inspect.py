@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli import _common as common
 from napari_segeval.io import structure_label
 from napari_segeval.io.case import Case, Geometry
@@ -47,7 +48,6 @@ def _channels(path: Path, case: Case, volume: int | None) -> Case:
     """A 4D file whose ``dataset.json`` names one channel per volume, as a ``"czyx"`` case."""
     if not case.is_time_series or volume is not None:
         return case
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.io._channels import as_channels
     from napari_segeval.io._dataset_json import dataset_channels
     from napari_segeval.io.read import nearest_dataset
@@ -124,7 +124,6 @@ def _series_lines(p: dict, chosen: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Describe ``args.path`` (and ``args.labels``) as a table or JSON."""
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.io import read_image, read_labels, structure_names
     from napari_segeval.io.read import nearest_dataset
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from napari_segeval._errors import GeometryMismatchError, SegEvalError
 from napari_segeval.cli import _common as common
 
 
@@ -67,7 +68,6 @@ def read_pair(
 
     ``color_table`` (reader form) applies to whichever of them is colour-coded.
     """
-    from napari_segeval._errors import GeometryMismatchError
     from napari_segeval.io import read_labels
 
     ref, ref_geom, names = read_labels(reference, default_color_table=color_table, volume=volume)
@@ -75,8 +75,6 @@ def read_pair(
         prediction, default_color_table=color_table, volume=volume
     )
     if ref.ndim == 4 or pred.ndim == 4:
-        from napari_segeval._errors import SegEvalError
-
         raise SegEvalError(
             f"{reference if ref.ndim == 4 else prediction} is a time series of "
             "label maps (t, z, y, x): choose one volume with --volume T"

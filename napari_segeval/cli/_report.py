@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from napari_segeval._errors import ReadError
 from napari_segeval.cli._common import add_json_flag, emit
 
 
@@ -33,7 +34,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Rebuild the outputs and print where the report is."""
-    from napari_segeval._errors import ReadError
     from napari_segeval.evaluation import finalize
     from napari_segeval.evaluation.report import write_report
 

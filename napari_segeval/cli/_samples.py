@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli._common import add_json_flag, emit, format_table
 
 
@@ -96,7 +97,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_path(args: argparse.Namespace) -> int:
     """Print the path of one sample's file."""
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.phantoms.samples import sample_path
 
     try:
