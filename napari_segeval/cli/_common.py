@@ -55,9 +55,7 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], digits: 
     spleen  -
     """
     cells = [[fmt(c, digits) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    widths = [max(map(len, column)) for column in zip(headers, *cells)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)

@@ -87,12 +87,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def demo_model(correct: bool) -> str:
-    """The demo's model for ``--model auto``: the built-in one, except for the correction demo.
-
-    The correction demo runs a model whose first correction helps on the CT sample
-    (docs/model_cards.md): LiteMedSAM when its extra is installed, else the threshold
-    baseline.
-    """
+    """The demo's model for ``--model auto``: the built-in one; for ``--correct`` a model whose
+    first correction helps on the CT sample (docs/model_cards.md)."""
     if not correct:
         return "builtin"
     from napari_segeval.models.litemedsam._asset import installed_version

@@ -172,10 +172,8 @@ def parse_params(items: list[str]) -> dict:
 
 
 def parse_attack(text: str) -> dict:
-    """``"pgd:eps=0.03,steps=5"`` -> ``{"name": "pgd", "eps": 0.03, "steps": 5}``.
-
-    NAME may itself be ``module:function`` (a user attack).
-    """
+    """``"pgd:eps=0.03,steps=5"`` -> ``{"name": "pgd", "eps": 0.03, "steps": 5}`` (NAME may be
+    ``module:function``)."""
     name, _, rest = text.rpartition(":") if "=" in text else (text, "", "")
     if "=" in name:
         raise SegEvalError(f"--attack needs NAME[:K=V,...], got {text!r}")

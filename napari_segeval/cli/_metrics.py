@@ -40,9 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def rows_table(rows: list[dict]) -> str:
-    """Structure rows as a text table: every :data:`~napari_segeval.metrics.ROW_KEYS` key but
-    ``hd``, headed by the metric's ``text_header``.
-    """
+    """Structure rows as a text table of every ``ROW_KEYS`` key but ``hd``."""
     from napari_segeval.metrics import METRICS, ROW_KEYS
 
     keys = [k for k in ROW_KEYS if k != "hd"]
@@ -64,10 +62,7 @@ def reference_rows(case, prediction, structures: dict[int, str], **options) -> l
 def read_pair(
     reference: Path, prediction: Path, color_table: dict | None = None, volume: int | None = None
 ):
-    """Read two label maps on one grid: ``(reference, prediction, geometry, names)``.
-
-    ``color_table`` (reader form) applies to whichever of them is colour-coded.
-    """
+    """Read two label maps on one grid: ``(reference, prediction, geometry, names)``."""
     from napari_segeval.io import read_labels
 
     ref, ref_geom, names = read_labels(reference, default_color_table=color_table, volume=volume)

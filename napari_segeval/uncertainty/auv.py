@@ -41,9 +41,8 @@ def class_matrix(decoded: np.ndarray, layout: str = "D_HW") -> np.ndarray:
 def gram_eigenvalues(matrix: np.ndarray) -> np.ndarray:
     """Squared singular values of ``matrix`` (``r = min`` of its shape), largest first.
 
-    The ``r x r`` Gram matrix of the smaller side is summed in float64 over
-    blocks of the longer side (never a whole float64 copy), then
-    :func:`numpy.linalg.eigvalsh`. Round-off below ``r * eps * max`` becomes 0.
+    The float64 Gram matrix of the smaller side is summed over blocks of the longer side
+    (never a whole float64 copy); round-off below ``r * eps * max`` becomes 0.
     """
     m = np.asarray(matrix)
     if m.ndim != 2:
@@ -66,10 +65,9 @@ def gram_eigenvalues(matrix: np.ndarray) -> np.ndarray:
 
 
 def energy(matrix: np.ndarray, power: float = 2.0) -> np.ndarray:
-    """Energy distribution ``p_j = s_j**power / sum s**power`` over all ``r`` singular values.
+    """``p_j = s_j**power / sum s**power`` over the singular values (NaN for a zero matrix).
 
-    ``power=2`` is the paper's energy, ``1`` the released code's; NaN-filled when the
-    matrix is zero.
+    ``power=2`` is the paper's energy, ``1`` the released code's.
     """
     lam = gram_eigenvalues(matrix)
     s_pow = lam if power == 2 else np.sqrt(lam) ** float(power)

@@ -77,11 +77,8 @@ def filter_splits(splits: Sequence[dict], removed: Iterable[str]) -> list[dict]:
 
 
 def filter_dataset_json(dataset: dict, removed: Iterable[str]) -> tuple[dict, list[str]]:
-    """``dataset.json`` without the ``removed`` training cases, and the ids actually dropped.
-
-    MSD ``training`` entries and nnU-Net v2 ``dataset`` entries are filtered;
-    ``numTraining`` follows. ``test`` entries are never touched.
-    """
+    """``dataset.json`` without the ``removed`` training cases (MSD ``training``, nnU-Net v2
+    ``dataset``; ``numTraining`` follows, ``test`` untouched), and the ids actually dropped."""
     gone = set(removed)
     out = copy.deepcopy(dict(dataset))
     dropped: list[str] = []
