@@ -36,14 +36,6 @@ def feature_kind(model: Any) -> str:
     return "logits" if model.capabilities.logits else "probabilities"
 
 
-def _walk(model: Any, frames: Any, key: int, box: Any, order: str, progress, cancel) -> Any:
-    from napari_segeval.models.walk import WalkOptions
-
-    options = WalkOptions(progress=progress, cancel=cancel)
-    walk = model.propagate_logits if model.capabilities.logits else model.propagate
-    return walk(frames, key, box, order, options=options)
-
-
 def decoded_map(
     model: Any,
     frames: Any,
@@ -61,19 +53,19 @@ def decoded_map(
     """
     import torch
 
-    from napari_segeval.models.walk import n_visited
+    from napari_segeval.models.walk import WalkOptions, n_visited
     from napari_segeval.propagation.core import shifted_progress
 
     n = int(frames.shape[0])
     k = int(box.index)
     orders: tuple[Order, ...] = ("forward", "backward") if mode == "volume" else ("forward",)
     total = sum(n_visited(n, k, o) for o in orders)
+    walk = model.propagate_logits if model.capabilities.logits else model.propagate
     parts, offset = {}, 0
     for order in orders:
+        options = WalkOptions(progress=shifted_progress(progress, offset, total), cancel=cancel)
         with torch.no_grad():
-            seq = _walk(
-                model, frames, k, box, order, shifted_progress(progress, offset, total), cancel
-            )
+            seq = walk(frames, k, box, order, options=options)
         parts[order] = torch.as_tensor(seq).detach().float().cpu().numpy()
         offset += n_visited(n, k, order)
     fwd = parts["forward"]

@@ -7,7 +7,7 @@ noise a backend that keeps per-frame features encodes the slices only once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -135,8 +135,9 @@ def prompt_tta(
         for label, p in res.probabilities.items():
             stats[label].add(np.asarray(p, np.float32))
     labels_order = tuple(sets)
-    mean = np.stack([_mean(stats[k]) for k in labels_order]).astype(np.float32)
+    # variance() first: a structure without samples is a ValueError, not a None mean
     var = np.stack([stats[k].variance() for k in labels_order]).astype(np.float32)
+    mean = np.stack([cast(np.ndarray, stats[k].mean) for k in labels_order]).astype(np.float32)
     h_each = np.stack([binary_entropy(m) for m in mean])
     mean_h = np.stack([stats[k].mean_entropy() for k in labels_order])
     merged = merge_structures(dict(zip(labels_order, mean)), threshold=threshold)
@@ -162,10 +163,3 @@ def prompt_tta(
         method="prompt-jitter",
         params=params,
     )
-
-
-def _mean(stats: SampleStats) -> np.ndarray:
-    """The mean of ``stats``' samples (ValueError without samples)."""
-    if stats.mean is None:
-        raise ValueError("no samples")
-    return stats.mean

@@ -50,12 +50,9 @@ def crossval_splits(
         raise ValueError(f"{n} training cases cannot fill {n_splits} folds")
     order = np.arange(n)
     np.random.RandomState(seed).shuffle(order)
-    sizes = np.full(n_splits, n // n_splits)
-    sizes[: n % n_splits] += 1
-    out, start = [], 0
-    for size in sizes:
-        val = set(order[start : start + size].tolist())
-        start += size
+    out = []
+    for chunk in np.array_split(order, n_splits):  # the first n % n_splits one longer
+        val = set(chunk.tolist())
         out.append(
             {
                 "train": [ids[i] for i in range(n) if i not in val],
