@@ -245,11 +245,10 @@ def _summary_text(result) -> str:
     s = result.summary
     out = Path(result.output_dir)
     preset = f" (preset {s['preset']})" if s.get("preset") else ""
-    head = (
+    lines = [
         f"{s['protocol']} {s['protocol_version']}{preset}: {s['n_cases']} cases, {s['n_ok']} ok, "
         f"{s['n_failed']} failed, {s['n_missing']} not run ({result.n_skipped} resumed)"
-    )
-    lines = [head]
+    ]
     rows = [r for r in ResultsTable.from_csv(out / "results.csv") if r.get("status") == "ok"]
     models = (s.get("params") or {}).get("models") or [None]
     results = s.get("results") or {}
