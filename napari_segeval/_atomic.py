@@ -45,13 +45,6 @@ def _exists_error(path: Path) -> WriteError:
     return WriteError(f"{path}: file exists; pass overwrite=True to replace it")
 
 
-def _check_target(path: Path, overwrite: bool) -> None:
-    if not overwrite and os.path.lexists(path):
-        raise _exists_error(path)
-    if not path.parent.is_dir():
-        raise WriteError(f"{path}: folder {path.parent} does not exist")
-
-
 def _fsync(path: Path, *, required: bool = True) -> None:
     """fsync a file or (``required=False``: where possible, not on Windows) a folder."""
     try:
@@ -100,7 +93,10 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
     ``overwrite``), its folder is missing, the block wrote no file, or the file system failed.
     """
     target = Path(path)
-    _check_target(target, overwrite)
+    if not overwrite and os.path.lexists(target):
+        raise _exists_error(target)
+    if not target.parent.is_dir():
+        raise WriteError(f"{target}: folder {target.parent} does not exist")
     with _os_errors(target):
         folder = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=target.parent))
     try:

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from napari_segeval._errors import SegEvalError, WriteError
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli import _common as common
 
 
@@ -150,8 +150,7 @@ def run(args: argparse.Namespace) -> int:
     problem = display_problem()
     if problem:
         raise SegEvalError(problem)
-    if args.screenshot is not None and args.screenshot.exists() and not args.overwrite:
-        raise WriteError(f"{args.screenshot} exists: pass --overwrite to replace it")
+    common.refuse_existing([args.screenshot] if args.screenshot else [], args.overwrite)
     if args.results is not None:
         from napari_segeval._widgets.demo import run_results_demo
         from napari_segeval.evaluation.results import ResultsFolder
