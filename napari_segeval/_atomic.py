@@ -159,14 +159,3 @@ def is_temporary(path: str | os.PathLike) -> bool:
     (True, False)
     """
     return Path(path).name.startswith(_TMP_PREFIX)
-
-
-__all__ = [
-    "atomic_open",
-    "atomic_path",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "current_umask",
-    "file_mode",
-    "is_temporary",
-]

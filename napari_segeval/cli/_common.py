@@ -147,12 +147,9 @@ def add_model_option(
     flags: Sequence[str] = ("--model",),
     what: str = "model",
 ) -> None:
-    """Add ``--model``: every name of the model registry of ``kinds``, and its reference forms.
-
-    ``kinds``: ``"promptable"`` and/or ``"dense"``; ``extra``: values besides the
-    registry's (``auto``); ``what``: the model's description in the help. A subcommand
-    that takes only promptable models refuses anything else when it parses its arguments;
-    paths of dense models are checked when the model is loaded.
+    """Add ``--model``: the registry's names of ``kinds`` and their reference forms, ``extra``
+    values (``auto``) and ``what`` in the help. Without ``"dense"`` in ``kinds`` anything else
+    is refused when the arguments are parsed; dense paths are checked when loaded.
 
     Examples
     --------
