@@ -11,7 +11,6 @@ from napari_segeval.cli._progress import progress_bar
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval attack``."""
     from napari_segeval.attacks.budget import NORMS
     from napari_segeval.attacks.config import SCHEDULES
     from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES, WEIGHTINGS

@@ -12,7 +12,6 @@ from napari_segeval.cli import _common as common
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval demo``."""
     p = sub.add_parser(
         "demo",
         help="open napari with the CT sample, a propagated and an attacked prediction",

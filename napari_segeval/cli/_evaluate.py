@@ -36,7 +36,6 @@ LAYOUT_NAMES = (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval evaluate``."""
     p = sub.add_parser(
         "evaluate",
         help="run an evaluation protocol over a data set and write results + report",

@@ -32,7 +32,6 @@ PACKAGES: dict[str, str] = {
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval info``."""
     p = sub.add_parser("info", help="versions, compute device, optional backends, model names")
     add_json_flag(p)
     p.set_defaults(func=run)

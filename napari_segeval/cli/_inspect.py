@@ -14,7 +14,6 @@ from napari_segeval.io.case import Case, Geometry
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval inspect``."""
     p = sub.add_parser(
         "inspect",
         help="show what the reader made of an image (and its label map)",

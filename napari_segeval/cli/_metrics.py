@@ -10,7 +10,6 @@ from napari_segeval.cli import _common as common
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval metrics``."""
     p = sub.add_parser(
         "metrics",
         help="per-structure Dice, IoU, precision, recall, HD95, ASSD, NSD of two label maps",

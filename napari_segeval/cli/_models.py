@@ -15,7 +15,6 @@ _NETWORK_NOTE = (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval models`` and its actions."""
     p = sub.add_parser(
         "models",
         help="models by name: list them, pull one (downloaded once, checked), path",

@@ -10,7 +10,6 @@ from napari_segeval.cli import _common as common
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval propagate``."""
     p = sub.add_parser(
         "propagate",
         help="segment structures from prompts (boxes, points) by slice/frame propagation",

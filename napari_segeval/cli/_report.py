@@ -10,7 +10,6 @@ from napari_segeval.cli._common import add_json_flag, emit
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval report``."""
     p = sub.add_parser(
         "report",
         help="rebuild the report of a results folder written by 'segeval evaluate'",

@@ -9,7 +9,6 @@ from napari_segeval.cli._common import add_json_flag, emit, format_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval samples`` and ``segeval samples path``."""
     p = sub.add_parser(
         "samples",
         help="the bundled sample data: names, files, where they are",

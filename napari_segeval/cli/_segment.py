@@ -11,7 +11,6 @@ from napari_segeval.cli._progress import progress_bar
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval segment``."""
     p = sub.add_parser(
         "segment",
         help="segment a volume with a dense model (built-in CT U-Net, TorchScript, nnU-Net)",

@@ -11,7 +11,6 @@ from napari_segeval.cli._common import add_json_flag, emit, format_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval triage``."""
     p = sub.add_parser(
         "triage",
         help="the structures of a results folder ordered by their risk of failure",

@@ -17,7 +17,6 @@ SPLITS = ("train", "all", "val", "test")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval uncertainty`` with its ``score`` and ``filter`` actions."""
     p = sub.add_parser(
         "uncertainty",
         help="AUV of a data set's training cases (Li et al. 2026) and filtered training lists",
