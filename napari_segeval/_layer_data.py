@@ -123,16 +123,6 @@ def _image_kwargs(case, name: str, source: str | None, extra: dict) -> dict[str,
     return {"name": name, "scale": scale, "translate": translate, "metadata": meta}
 
 
-def _image_layers(case, path: Path) -> list[LayerData]:
-    scalars = {k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))}
-    warnings = list(case.meta.get("warnings", []))
-    kwargs = _image_kwargs(case, path.name, str(path), {**scalars, "warnings": warnings})
-    if case.is_rgb:
-        kwargs["rgb"] = True
-    nan = _nan_layer(case.image, kwargs)
-    return [(case.image, kwargs, "image")] + ([nan] if nan else [])
-
-
 def labels_layer(
     labels: np.ndarray,
     geometry,
@@ -181,7 +171,13 @@ def file_layers(path: str | Path) -> list[LayerData]:
     if why:
         labels, names = labels_of_image(case)
         return [_file_labels(labels, case.geometry, names, case.axes, p, why)]
-    return _image_layers(case, p)
+    scalars = {k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))}
+    warnings = list(case.meta.get("warnings", []))
+    kwargs = _image_kwargs(case, p.name, str(p), {**scalars, "warnings": warnings})
+    if case.is_rgb:
+        kwargs["rgb"] = True
+    nan = _nan_layer(case.image, kwargs)
+    return [(case.image, kwargs, "image")] + ([nan] if nan else [])
 
 
 def case_to_layers(case, name: str, ids: list[int] | None = None) -> list[LayerData]:

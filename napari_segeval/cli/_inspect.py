@@ -10,7 +10,7 @@ import numpy as np
 from napari_segeval._errors import SegEvalError
 from napari_segeval.cli import _common as common
 from napari_segeval.io import structure_label
-from napari_segeval.io.case import Case, Geometry
+from napari_segeval.io.case import Case
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -82,15 +82,6 @@ def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, 
         }
         for lab in np.flatnonzero(counts)
     ]
-
-
-def _alignment(case: Case, shape: tuple[int, ...], geometry: Geometry) -> str | None:
-    """Why the label grid does not line up with the image, or None."""
-    if tuple(shape) != case.spatial_shape:
-        return f"shape {tuple(shape)} differs from image shape {case.spatial_shape}"
-    if not case.geometry.matches(geometry):
-        return f"labels {geometry.describe()} differ from image {case.geometry.describe()}"
-    return None
 
 
 def _series(path: Path) -> dict:
@@ -171,7 +162,10 @@ def run(args: argparse.Namespace) -> int:
             names = structure_names(nearest_dataset(args.path) or {})
         names = {**case.structures, **names}
         payload["labels"] = label_rows(labels, geometry.spacing, names)
-        problem = _alignment(case, labels.shape, geometry)
+        if labels.shape != case.spatial_shape:  # why the label grid does not line up
+            problem = f"shape {labels.shape} differs from image shape {case.spatial_shape}"
+        elif not case.geometry.matches(geometry):
+            problem = f"labels {geometry.describe()} differ from image {case.geometry.describe()}"
         payload["aligned"] = problem is None
         payload["problem"] = problem
     return common.emit(args, payload, _text(payload), 1 if problem else 0)

@@ -39,9 +39,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     path.set_defaults(func=run_path)
 
 
-def _rows(root, index: dict) -> list[dict]:
-    from napari_segeval.phantoms.samples import FILE_PARTS
+def run_list(args: argparse.Namespace) -> int:
+    """Print every sample with its files."""
+    from napari_segeval.phantoms.samples import FILE_PARTS, NEEDS_EXTRA, load_index, sample_root
 
+    root = sample_root()
+    index = load_index(root)
     rows = []
     for name in sorted(index):
         entry = index[name]
@@ -50,16 +53,6 @@ def _rows(root, index: dict) -> list[dict]:
             rows.append({"name": name, "modality": entry.get("modality"), **files})
         else:
             rows.append({"name": name, "modality": None, "folder": str(root / entry)})
-    return rows
-
-
-def run_list(args: argparse.Namespace) -> int:
-    """Print every sample with its files."""
-    from napari_segeval.phantoms.samples import NEEDS_EXTRA, load_index, sample_root
-
-    root = sample_root()
-    index = load_index(root)
-    rows = _rows(root, index)
     missing = [
         {
             "name": n,
