@@ -74,6 +74,3 @@ def progress_bar(
         yield bar
     finally:
         bar.close()
-
-
-__all__ = ["ProgressFn", "TerminalProgress", "is_terminal", "progress_bar"]
