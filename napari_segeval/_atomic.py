@@ -1,10 +1,7 @@
-"""Atomic file writes: the one way napari-segeval writes a file.
-
-Data go to a file in a private temporary folder beside the target, are fsync-ed, get the
-mode a plain ``open()`` would give (``0o666 & ~umask``, where :mod:`tempfile` alone gives
-``0o600``) and are renamed over the target: a failure leaves the target as it was and
-no temporary file behind. Without ``overwrite=True`` an existing target is refused with
-:class:`~napari_segeval.WriteError`, checked again at the rename.
+"""Atomic file writes, the one way napari-segeval writes a file: a private temporary folder
+beside the target, fsync, the mode ``open()`` gives (``0o666 & ~umask``; :mod:`tempfile`
+alone gives ``0o600``), rename. Without ``overwrite=True`` an existing target is refused
+(:class:`~napari_segeval.WriteError`), checked again at the rename.
 """
 
 from __future__ import annotations
@@ -48,13 +45,6 @@ def _exists_error(path: Path) -> WriteError:
     return WriteError(f"{path}: file exists; pass overwrite=True to replace it")
 
 
-def _check_target(path: Path, overwrite: bool) -> None:
-    if not overwrite and os.path.lexists(path):
-        raise _exists_error(path)
-    if not path.parent.is_dir():
-        raise WriteError(f"{path}: folder {path.parent} does not exist")
-
-
 def _fsync(path: Path, *, required: bool = True) -> None:
     """fsync a file or (``required=False``: where possible, not on Windows) a folder."""
     try:
@@ -96,16 +86,17 @@ def _commit(tmp: Path, target: Path, overwrite: bool) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temporary path to write ``path`` by file name; commit it on success.
+    """Yield a temporary path with the target's name to write by file name; commit it on success.
 
-    The path has the target's name, in a private temporary folder beside it. On success
-    every file written there is moved next to the target (companion files such as a
-    ``.zraw`` first, the target last) with the umask's mode; on an exception nothing is.
-    WriteError: the target exists (without ``overwrite``), its folder is missing, the
-    block wrote no file at ``path``, or the file system failed.
+    Every file written beside it is moved next to the target (companions such as a ``.zraw``
+    first); on an exception nothing is. WriteError: the target exists (without
+    ``overwrite``), its folder is missing, the block wrote no file, or the file system failed.
     """
     target = Path(path)
-    _check_target(target, overwrite)
+    if not overwrite and os.path.lexists(target):
+        raise _exists_error(target)
+    if not target.parent.is_dir():
+        raise WriteError(f"{target}: folder {target.parent} does not exist")
     with _os_errors(target):
         folder = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=target.parent))
     try:
@@ -129,25 +120,17 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
 
 @contextlib.contextmanager
 def atomic_open(
-    path: str | os.PathLike,
-    mode: str = "w",
-    *,
-    overwrite: bool = False,
-    encoding: str | None = None,
-    newline: str | None = None,
+    path: str | os.PathLike, mode: str = "w", *, overwrite: bool = False, newline: str | None = None
 ) -> Iterator[IO]:
-    """Open a temporary file (``mode`` "w" or "wb") to stream ``path``'s contents into;
-    commit it on success (:func:`atomic_path`). Text defaults to UTF-8."""
+    """Open a temporary file (``mode`` "w", UTF-8, or "wb") to stream ``path``'s contents into;
+    commit it on success (:func:`atomic_path`)."""
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     text = mode == "w"
     with (
         atomic_path(path, overwrite=overwrite) as tmp,
         open(
-            tmp,
-            mode,
-            encoding=(encoding or "utf-8") if text else None,
-            newline=newline if text else None,
+            tmp, mode, encoding="utf-8" if text else None, newline=newline if text else None
         ) as fh,
     ):  # the file is closed (flushed) before atomic_path commits it
         yield fh
@@ -160,11 +143,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, overwrite: bool 
     return Path(path)
 
 
-def atomic_write_text(
-    path: str | os.PathLike, text: str, *, overwrite: bool = False, encoding: str = "utf-8"
-) -> Path:
-    """Write ``text`` to ``path`` atomically (no newline translation); returns the path."""
-    with atomic_open(path, "w", overwrite=overwrite, encoding=encoding, newline="") as fh:
+def atomic_write_text(path: str | os.PathLike, text: str, *, overwrite: bool = False) -> Path:
+    """Write ``text`` to ``path`` atomically (UTF-8, no newline translation); returns the path."""
+    with atomic_open(path, "w", overwrite=overwrite, newline="") as fh:
         fh.write(text)
     return Path(path)
 
@@ -178,14 +159,3 @@ def is_temporary(path: str | os.PathLike) -> bool:
     (True, False)
     """
     return Path(path).name.startswith(_TMP_PREFIX)
-
-
-__all__ = [
-    "atomic_open",
-    "atomic_path",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "current_umask",
-    "file_mode",
-    "is_temporary",
-]

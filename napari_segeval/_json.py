@@ -39,6 +39,3 @@ def json_safe(obj: Any) -> Any:
     if hasattr(obj, "__fspath__"):
         return str(obj)
     return obj
-
-
-__all__ = ["json_safe"]

@@ -1,9 +1,7 @@
-"""napari layer data from files and cases: ``(data, kwargs, layer type)`` tuples, without
-importing napari.
+"""napari layer data ``(data, kwargs, layer type)`` from files and cases, without napari.
 
-``scale`` is the spacing; ``translate`` the origin when the direction is the identity
-(else 0, the full geometry in ``metadata["geometry"]``). NaN voxels get their own Labels
-layer. Which files open as labels (by name or by content): docs/design.md.
+``translate`` is the origin when the direction is the identity (else 0, the geometry in
+``metadata["geometry"]``); which files open as labels: docs/design.md.
 """
 
 from __future__ import annotations
@@ -125,16 +123,6 @@ def _image_kwargs(case, name: str, source: str | None, extra: dict) -> dict[str,
     return {"name": name, "scale": scale, "translate": translate, "metadata": meta}
 
 
-def _image_layers(case, path: Path) -> list[LayerData]:
-    scalars = {k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))}
-    warnings = list(case.meta.get("warnings", []))
-    kwargs = _image_kwargs(case, path.name, str(path), {**scalars, "warnings": warnings})
-    if case.is_rgb:
-        kwargs["rgb"] = True
-    nan = _nan_layer(case.image, kwargs)
-    return [(case.image, kwargs, "image")] + ([nan] if nan else [])
-
-
 def labels_layer(
     labels: np.ndarray,
     geometry,
@@ -143,11 +131,8 @@ def labels_layer(
     meta: dict,
     ids: list[int] | None = None,
 ) -> LayerData:
-    """A Labels layer ``name`` of a label map on ``geometry`` naming ``names``.
-
-    ``meta`` joins its metadata (``geometry`` and ``structures``); ``ids`` are the ids
-    present in ``labels`` when known (else counted here).
-    """
+    """A Labels layer ``name`` of a label map; ``meta`` joins its metadata, ``ids`` are the ids
+    present in ``labels`` when known (else counted here)."""
     scale, translate = _placement(geometry, labels.ndim)
     ids = sorted(set(present_ids(labels) if ids is None else ids) | set(names) | {0})
     features = {
@@ -168,10 +153,7 @@ def _file_labels(labels, geometry, names, axes: str, path: Path, reason: str) ->
 
 def file_layers(path: str | Path) -> list[LayerData]:
     """The layers of one file or folder: a Labels layer when its name or content says it
-    holds labels, else its image (and a NaN mask layer).
-
-    Raises :class:`~napari_segeval.SegEvalError` for a file that cannot be read.
-    """
+    holds labels, else its image (and a NaN mask layer); SegEvalError when unreadable."""
     from napari_segeval._errors import InvalidLabelsError
     from napari_segeval.io import read_image
     from napari_segeval.io._formats import kind
@@ -189,15 +171,18 @@ def file_layers(path: str | Path) -> list[LayerData]:
     if why:
         labels, names = labels_of_image(case)
         return [_file_labels(labels, case.geometry, names, case.axes, p, why)]
-    return _image_layers(case, p)
+    scalars = {k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))}
+    warnings = list(case.meta.get("warnings", []))
+    kwargs = _image_kwargs(case, p.name, str(p), {**scalars, "warnings": warnings})
+    if case.is_rgb:
+        kwargs["rgb"] = True
+    nan = _nan_layer(case.image, kwargs)
+    return [(case.image, kwargs, "image")] + ([nan] if nan else [])
 
 
 def case_to_layers(case, name: str, ids: list[int] | None = None) -> list[LayerData]:
-    """Layer data tuples for a :class:`~napari_segeval.io.Case`: its image, then its labels.
-
-    The labels layer is named ``name + " reference"``; ``ids`` are the label ids present
-    in ``case.labels`` when known (else counted here).
-    """
+    """Layer data of a :class:`~napari_segeval.io.Case`: its image, then its labels
+    (``name + " reference"``; ``ids`` as in :func:`labels_layer`)."""
     source = str(case.image_path) if case.image_path else None
     image = {**_image_kwargs(case, name, source, {}), "rgb": case.is_rgb}
     layers: list[LayerData] = [(case.image, image, "image")]

@@ -32,6 +32,3 @@ def unnamed_structures(ids: Iterable[int]) -> dict[int, str]:
     {2: 'label 2', 5: 'label 5'}
     """
     return {int(v): unnamed_label(v) for v in ids if int(v) != 0}
-
-
-__all__ = ["CLEAN", "unnamed_label", "unnamed_structures"]

@@ -1,10 +1,7 @@
 """napari reader contribution: open cases (NIfTI, MHA/NRRD, DICOM, video, 2D images).
 
-Neither ``napari_get_reader`` nor the reader it returns ever raises: a handled file
-that cannot be opened becomes one error notification, and what the reader noticed
-about a file that did open (bad header values, NaN voxels, the DICOM series chosen,
-labels by content) a warning or info one. The layers come from
-:mod:`napari_segeval._layer_data`.
+It never raises: a file that cannot be opened becomes an error notification, what the
+reader noticed about one that did (bad header values, NaN voxels ...) a warning or info.
 """
 
 from __future__ import annotations
@@ -17,49 +14,28 @@ from napari_segeval._errors import SegEvalError
 from napari_segeval._layer_data import BY_NAME, LayerData, file_layers
 
 
-def _handled(path: str) -> bool:
-    from napari_segeval.io._formats import kind
-
-    try:
-        return Path(path).exists() and kind(path) is not None
-    except Exception:  # noqa: BLE001 - a reader probe must never raise
-        return False
-
-
 def napari_get_reader(path: str | list[str]) -> Callable[[str | list[str]], list] | None:
-    """Return :func:`read_layers` when every path is a file kind we read, else None.
+    """:func:`open_results_folder` for a folder holding ``run.json`` (``segeval evaluate``'s),
+    :func:`read_layers` when every path is a file kind we read, else None.
 
     Examples
     --------
-    >>> napari_get_reader("notes.txt") is None
-    True
+    >>> napari_get_reader("notes.txt") is None, napari_get_reader("/nonexistent") is None
+    (True, True)
     >>> napari_get_reader("missing/ct.nii.gz") is None
     True
     """
     try:
-        paths = [path] if isinstance(path, (str, Path)) else list(path)
-        if len(paths) == 1 and results_folder_reader(paths[0]) is not None:
+        from napari_segeval.io._formats import kind
+
+        paths = [Path(str(p)) for p in ([path] if isinstance(path, (str, Path)) else path)]
+        if len(paths) == 1 and paths[0].is_dir() and (paths[0] / "run.json").is_file():
             return open_results_folder
-        if paths and all(_handled(str(p)) for p in paths):
+        if paths and all(p.exists() and kind(p) is not None for p in paths):
             return read_layers
-    except Exception:  # noqa: BLE001 - never raise out of the probe
-        return None
-    return None
-
-
-def results_folder_reader(path: str | Path) -> Callable[[str | list[str]], list] | None:
-    """:func:`open_results_folder` for a folder holding ``run.json`` (``segeval evaluate``'s).
-
-    Examples
-    --------
-    >>> results_folder_reader("/nonexistent") is None
-    True
-    """
-    try:
-        p = Path(path)
-        return open_results_folder if p.is_dir() and (p / "run.json").is_file() else None
     except Exception:  # noqa: BLE001 - a reader probe must never raise
         return None
+    return None
 
 
 def open_results_folder(path: str | list[str]) -> list:
@@ -105,11 +81,8 @@ def _report(path: Path, layers: list[LayerData]) -> None:
 
 
 def read_layers(path: str | list[str], **_: object) -> list:
-    """Read each path into napari layer data tuples ``(data, kwargs, layer_type)``.
-
-    Never raises: a path that cannot be opened becomes an error notification; when none
-    opens, napari's sentinel ``[(None,)]`` is returned.
-    """
+    """Read each path into layer data tuples; never raises (an error notification per path
+    that cannot be opened; napari's sentinel ``[(None,)]`` when none opens)."""
     from napari_segeval.io._quiet import one_line
 
     paths = [path] if isinstance(path, (str, Path)) else list(path)

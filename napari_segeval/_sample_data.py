@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from napari_segeval._layer_data import case_to_layers
 
 
@@ -23,21 +25,8 @@ def _sample(name: str) -> list:
     return case_to_layers(case, name)
 
 
-def sample_ct() -> list:
-    """Abdominal CT phantom (HU, anisotropic spacing) with liver, spleen, kidneys, tumour."""
-    return _sample("ct")
-
-
-def sample_video() -> list:
-    """Cardiac-ultrasound-like clip (mp4) with LV cavity, myocardium and left atrium."""
-    return _sample("video")
-
-
-def sample_polyp() -> list:
-    """RGB endoscopy-like image with neoplastic and non-neoplastic lesions."""
-    return _sample("polyp")
-
-
-def sample_skin() -> list:
-    """RGB dermoscopy-like image with a binary lesion mask."""
-    return _sample("skin")
+# The samples of napari.yaml (its display names say what each one is).
+sample_ct = partial(_sample, "ct")
+sample_video = partial(_sample, "video")
+sample_polyp = partial(_sample, "polyp")
+sample_skin = partial(_sample, "skin")

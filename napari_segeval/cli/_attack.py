@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from napari_segeval._errors import SegEvalError, WriteError
 from napari_segeval.cli import _common as common
 from napari_segeval.cli._progress import progress_bar
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval attack``."""
     from napari_segeval.attacks.budget import NORMS
     from napari_segeval.attacks.config import SCHEDULES
     from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES, WEIGHTINGS
@@ -149,7 +149,6 @@ def output_paths(image: Path, case, out_dir: Path) -> dict[str, Path]:
 
 
 def _target(args: argparse.Namespace, case):
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.attacks import DenseTarget, PromptTarget
     from napari_segeval.models.registry import is_promptable, load_dense, load_promptable
 
@@ -163,20 +162,13 @@ def _target(args: argparse.Namespace, case):
         return DenseTarget(
             dense, case, overlap=args.overlap, batch_size=args.batch_size, gradient=args.gradient
         )
-    import numpy as np
-
-    from napari_segeval.io import resolve_structure
     from napari_segeval.prompts.from_labels import boxes_from_labels
     from napari_segeval.propagation import promptable_kind, propagation_mode
 
     if case.labels is None:
         raise SegEvalError(f"--model {args.model} needs --labels (boxes come from the reference)")
     mode = propagation_mode(promptable_kind(case))
-    present = np.unique(case.labels)
-    wanted = [
-        resolve_structure(s, case.structures, present, source=args.labels) for s in args.structure
-    ]
-    boxes = boxes_from_labels(case.labels, wanted or None, mode=mode)
+    boxes = boxes_from_labels(case.labels, common.wanted_structures(args, case) or None, mode=mode)
     if not boxes:
         raise SegEvalError(f"{args.labels}: no structures to prompt (labels are empty)")
     model = load_promptable(
@@ -187,7 +179,6 @@ def _target(args: argparse.Namespace, case):
 
 def run(args: argparse.Namespace) -> int:
     """Read, attack, write the four outputs, print Dice clean vs attacked."""
-    from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.attacks import AttackConfig, attack_case, eps_from_raw
     from napari_segeval.io import write_image, write_labels
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._errors import InvalidLabelsError, SegEvalError, WriteError
 from napari_segeval._json import json_safe
 
 JSON_HELP = (
@@ -54,9 +55,7 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], digits: 
     spleen  -
     """
     cells = [[fmt(c, digits) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    widths = [max(map(len, column)) for column in zip(headers, *cells)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
@@ -148,12 +147,9 @@ def add_model_option(
     flags: Sequence[str] = ("--model",),
     what: str = "model",
 ) -> None:
-    """Add ``--model``: every name of the model registry of ``kinds``, and its reference forms.
-
-    ``kinds``: ``"promptable"`` and/or ``"dense"``; ``extra``: values besides the
-    registry's (``auto``); ``what``: the model's description in the help. A subcommand
-    that takes only promptable models refuses anything else when it parses its arguments;
-    paths of dense models are checked when the model is loaded.
+    """Add ``--model``: the registry's names of ``kinds`` and their reference forms, ``extra``
+    values (``auto``) and ``what`` in the help. Without ``"dense"`` in ``kinds`` anything else
+    is refused when the arguments are parsed; dense paths are checked when loaded.
 
     Examples
     --------
@@ -221,6 +217,16 @@ def add_structure_option(parser: argparse.ArgumentParser, what: str, default: st
     )
 
 
+def wanted_structures(args: argparse.Namespace, case: Any) -> list[int]:
+    """The label ids of ``--structure`` (checked against ``case.labels`` when read)."""
+    from napari_segeval.io import resolve_structure
+
+    present = None if case.labels is None else np.unique(case.labels)
+    return [
+        resolve_structure(s, case.structures, present, source=args.labels) for s in args.structure
+    ]
+
+
 def add_reader_options(parser: argparse.ArgumentParser, series: bool = True) -> None:
     """Add ``--color-table``, ``--series``/``--volume`` and ``--json``, in that order."""
     parser.add_argument("--color-table", type=Path, metavar="FILE", help=COLOR_TABLE_HELP)
@@ -230,17 +236,13 @@ def add_reader_options(parser: argparse.ArgumentParser, series: bool = True) -> 
 
 def refuse_existing(paths: Iterable[Path], overwrite: bool) -> None:
     """Raise :class:`~napari_segeval._errors.WriteError` for an existing path unless ``overwrite``."""
-    from napari_segeval._errors import WriteError
-
     for path in paths:
         if path.exists() and not overwrite:
-            raise WriteError(f"{path} exists: pass --overwrite to replace it")
+            raise WriteError(f"{path} exists; pass --overwrite to replace it")
 
 
 def check_window(args: argparse.Namespace) -> None:
     """Refuse ``--overlap`` outside [0, 1) and ``--batch-size`` below 1 (dense windows)."""
-    from napari_segeval._errors import SegEvalError
-
     if not 0 <= args.overlap < 1:
         raise SegEvalError(f"--overlap must be in [0, 1), got {args.overlap}")
     if args.batch_size < 1:
@@ -249,8 +251,6 @@ def check_window(args: argparse.Namespace) -> None:
 
 def check_tolerance(args: argparse.Namespace) -> None:
     """Refuse a ``--tolerance`` (NSD, mm) that is not positive."""
-    from napari_segeval._errors import SegEvalError
-
     if not args.tolerance > 0:
         raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
 
@@ -260,7 +260,6 @@ TOLERANCE_HELP = "NSD tolerance in mm (default 2)"
 
 def check_label_ids(path: Any, labels: np.ndarray) -> None:
     """Refuse a label map whose largest id the metrics cannot count (one line naming ``path``)."""
-    from napari_segeval._errors import InvalidLabelsError
     from napari_segeval.metrics.overlap import MAX_LABELS
 
     top = int(labels.max(initial=0))
@@ -274,7 +273,6 @@ def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
     """:func:`~napari_segeval.io.read_case` with the input options; refuses a 4D time series
     without ``--volume`` and label ids the metrics cannot count.
     """
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.io import read_case
 
     given = {k: getattr(args, k, None) for k in ("series", "volume")}

@@ -7,11 +7,11 @@ import os
 import sys
 from pathlib import Path
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli import _common as common
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval demo``."""
     p = sub.add_parser(
         "demo",
         help="open napari with the CT sample, a propagated and an attacked prediction",
@@ -86,12 +86,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def demo_model(correct: bool) -> str:
-    """The demo's model for ``--model auto``: the built-in one, except for the correction demo.
-
-    The correction demo runs a model whose first correction helps on the CT sample
-    (docs/model_cards.md): LiteMedSAM when its extra is installed, else the threshold
-    baseline.
-    """
+    """The demo's model for ``--model auto``: the built-in one; for ``--correct`` a model whose
+    first correction helps on the CT sample (docs/model_cards.md)."""
     if not correct:
         return "builtin"
     from napari_segeval.models.litemedsam._asset import installed_version
@@ -150,13 +146,10 @@ def display_problem(
 
 def run(args: argparse.Namespace) -> int:
     """Open the demo; with ``--screenshot``, save it and exit."""
-    from napari_segeval._errors import SegEvalError, WriteError
-
     problem = display_problem()
     if problem:
         raise SegEvalError(problem)
-    if args.screenshot is not None and args.screenshot.exists() and not args.overwrite:
-        raise WriteError(f"{args.screenshot} exists: pass --overwrite to replace it")
+    common.refuse_existing([args.screenshot] if args.screenshot else [], args.overwrite)
     if args.results is not None:
         from napari_segeval._widgets.demo import run_results_demo
         from napari_segeval.evaluation.results import ResultsFolder

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli import _common as common
 from napari_segeval.cli._progress import progress_bar
 
@@ -35,7 +36,6 @@ LAYOUT_NAMES = (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval evaluate``."""
     p = sub.add_parser(
         "evaluate",
         help="run an evaluation protocol over a data set and write results + report",
@@ -161,8 +161,6 @@ def _value(text: str):
 
 def parse_params(items: list[str]) -> dict:
     """``["jitter=5", "model=builtin"]`` -> ``{"jitter": 5, "model": "builtin"}`` (JSON values)."""
-    from napari_segeval._errors import SegEvalError
-
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -173,12 +171,8 @@ def parse_params(items: list[str]) -> dict:
 
 
 def parse_attack(text: str) -> dict:
-    """``"pgd:eps=0.03,steps=5"`` -> ``{"name": "pgd", "eps": 0.03, "steps": 5}``.
-
-    NAME may itself be ``module:function`` (a user attack).
-    """
-    from napari_segeval._errors import SegEvalError
-
+    """``"pgd:eps=0.03,steps=5"`` -> ``{"name": "pgd", "eps": 0.03, "steps": 5}`` (NAME may be
+    ``module:function``)."""
     name, _, rest = text.rpartition(":") if "=" in text else (text, "", "")
     if "=" in name:
         raise SegEvalError(f"--attack needs NAME[:K=V,...], got {text!r}")
@@ -203,8 +197,6 @@ def apply_models(overrides: dict, models: list[str]) -> dict:
     ...
     napari_segeval._errors.SegEvalError: --param model=builtin and --model threshold disagree: name each model with --model
     """
-    from napari_segeval._errors import SegEvalError
-
     if not models:
         return overrides
     given = overrides.get("model")
@@ -252,11 +244,10 @@ def _summary_text(result) -> str:
     s = result.summary
     out = Path(result.output_dir)
     preset = f" (preset {s['preset']})" if s.get("preset") else ""
-    head = (
+    lines = [
         f"{s['protocol']} {s['protocol_version']}{preset}: {s['n_cases']} cases, {s['n_ok']} ok, "
         f"{s['n_failed']} failed, {s['n_missing']} not run ({result.n_skipped} resumed)"
-    )
-    lines = [head]
+    ]
     rows = [r for r in ResultsTable.from_csv(out / "results.csv") if r.get("status") == "ok"]
     models = (s.get("params") or {}).get("models") or [None]
     results = s.get("results") or {}
@@ -322,7 +313,6 @@ def rounds_text(results: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the evaluation and print its summary; exit 3 when some cases failed."""
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.evaluation import run_evaluation
 
     overrides = apply_models(parse_params(args.param), args.model)

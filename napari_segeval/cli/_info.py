@@ -32,7 +32,6 @@ PACKAGES: dict[str, str] = {
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval info``."""
     p = sub.add_parser("info", help="versions, compute device, optional backends, model names")
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -57,21 +56,15 @@ def _devices() -> dict:
     return {"default": default, "cuda": cuda, "mps": mps, "threads": torch.get_num_threads()}
 
 
-def _models(packages: dict[str, str | None]) -> list[dict]:
-    """The registry's model names and reference forms, with whether each can be used."""
-    from napari_segeval.models.registry import describe
-
-    rows = describe()
-    for row in rows:
-        row["available"] = row["package"] is None or packages.get(row["package"]) is not None
-    return rows
-
-
 def run(args: argparse.Namespace) -> int:
     """Print versions, devices, which optional backends can be used, and the model names."""
+    from napari_segeval.models.registry import describe
+
     packages = {name: _version(name) for name in PACKAGES}
     devices = _devices()
-    models = _models(packages)
+    models = describe()  # the model names and reference forms, with whether each can be used
+    for m in models:
+        m["available"] = m["package"] is None or packages.get(m["package"]) is not None
     payload = {
         "napari_segeval": __version__,
         "python": platform.python_version(),

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli import _common as common
 from napari_segeval.io import structure_label
-from napari_segeval.io.case import Case, Geometry
+from napari_segeval.io.case import Case
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval inspect``."""
     p = sub.add_parser(
         "inspect",
         help="show what the reader made of an image (and its label map)",
@@ -47,7 +47,6 @@ def _channels(path: Path, case: Case, volume: int | None) -> Case:
     """A 4D file whose ``dataset.json`` names one channel per volume, as a ``"czyx"`` case."""
     if not case.is_time_series or volume is not None:
         return case
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.io._dataset_json import dataset_channels
     from napari_segeval.io.read import as_channels, nearest_dataset
 
@@ -84,15 +83,6 @@ def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, 
     ]
 
 
-def _alignment(case: Case, shape: tuple[int, ...], geometry: Geometry) -> str | None:
-    """Why the label grid does not line up with the image, or None."""
-    if tuple(shape) != case.spatial_shape:
-        return f"shape {tuple(shape)} differs from image shape {case.spatial_shape}"
-    if not case.geometry.matches(geometry):
-        return f"labels {geometry.describe()} differ from image {case.geometry.describe()}"
-    return None
-
-
 def _series(path: Path) -> dict:
     """Every series of a DICOM folder/file, and files skipped or unreadable (else empty)."""
     from napari_segeval.io._dicom_series import scan
@@ -123,7 +113,6 @@ def _series_lines(p: dict, chosen: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Describe ``args.path`` (and ``args.labels``) as a table or JSON."""
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.io import read_image, read_labels, structure_names
     from napari_segeval.io.read import nearest_dataset
 
@@ -172,7 +161,10 @@ def run(args: argparse.Namespace) -> int:
             names = structure_names(nearest_dataset(args.path) or {})
         names = {**case.structures, **names}
         payload["labels"] = label_rows(labels, geometry.spacing, names)
-        problem = _alignment(case, labels.shape, geometry)
+        if labels.shape != case.spatial_shape:  # why the label grid does not line up
+            problem = f"shape {labels.shape} differs from image shape {case.spatial_shape}"
+        elif not case.geometry.matches(geometry):
+            problem = f"labels {geometry.describe()} differ from image {case.geometry.describe()}"
         payload["aligned"] = problem is None
         payload["problem"] = problem
     return common.emit(args, payload, _text(payload), 1 if problem else 0)

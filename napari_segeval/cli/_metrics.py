@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from napari_segeval._errors import GeometryMismatchError, SegEvalError
 from napari_segeval.cli import _common as common
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval metrics``."""
     p = sub.add_parser(
         "metrics",
         help="per-structure Dice, IoU, precision, recall, HD95, ASSD, NSD of two label maps",
@@ -39,9 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def rows_table(rows: list[dict]) -> str:
-    """Structure rows as a text table: every :data:`~napari_segeval.metrics.ROW_KEYS` key but
-    ``hd``, headed by the metric's ``text_header``.
-    """
+    """Structure rows as a text table of every ``ROW_KEYS`` key but ``hd``."""
     from napari_segeval.metrics import METRICS, ROW_KEYS
 
     keys = [k for k in ROW_KEYS if k != "hd"]
@@ -63,11 +61,7 @@ def reference_rows(case, prediction, structures: dict[int, str], **options) -> l
 def read_pair(
     reference: Path, prediction: Path, color_table: dict | None = None, volume: int | None = None
 ):
-    """Read two label maps on one grid: ``(reference, prediction, geometry, names)``.
-
-    ``color_table`` (reader form) applies to whichever of them is colour-coded.
-    """
-    from napari_segeval._errors import GeometryMismatchError
+    """Read two label maps on one grid: ``(reference, prediction, geometry, names)``."""
     from napari_segeval.io import read_labels
 
     ref, ref_geom, names = read_labels(reference, default_color_table=color_table, volume=volume)
@@ -75,8 +69,6 @@ def read_pair(
         prediction, default_color_table=color_table, volume=volume
     )
     if ref.ndim == 4 or pred.ndim == 4:
-        from napari_segeval._errors import SegEvalError
-
         raise SegEvalError(
             f"{reference if ref.ndim == 4 else prediction} is a time series of "
             "label maps (t, z, y, x): choose one volume with --volume T"

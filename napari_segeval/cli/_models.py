@@ -15,7 +15,6 @@ _NETWORK_NOTE = (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval models`` and its actions."""
     p = sub.add_parser(
         "models",
         help="models by name: list them, pull one (downloaded once, checked), path",
@@ -104,20 +103,14 @@ def _json_row(row: Any) -> dict:
     }
 
 
-def model_rows() -> list[dict]:
-    """One dict per listed model (:func:`napari_segeval.models.records.model_rows`): the
-    catalogue, the packaged weights, then the built-in models (with cards)."""
-    from napari_segeval.models.records import model_rows as rows
-
-    return [_json_row(row) for row in rows() if row.listed]
-
-
 def run_list(args: argparse.Namespace) -> int:
     """Print every model (table), or one JSON object with their cards."""
     from napari_segeval.models.catalogue import size_text
     from napari_segeval.models.hub import cache_dir, endpoint
+    from napari_segeval.models.records import model_rows
 
-    rows = model_rows()
+    # the catalogue, the packaged weights, then the built-in models (with cards)
+    rows = [_json_row(row) for row in model_rows() if row.listed]
     table = format_table(
         ["name", "kind", "network", "size", "licence", "source", "here"],
         [

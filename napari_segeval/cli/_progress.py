@@ -24,9 +24,8 @@ class TerminalProgress:
     def __init__(
         self, label: str, unit: str = "it", stream: TextIO | None = None, **options: Any
     ) -> None:
-        self.label, self.unit = label, unit
-        self.stream = stream if stream is not None else sys.stderr
-        self.options = options
+        file = stream if stream is not None else sys.stderr
+        self.options = {"desc": label, "unit": unit, "file": file, **options}
         self.bar = None
 
     def __call__(self, done: int, total: int) -> None:
@@ -34,11 +33,11 @@ class TerminalProgress:
         if self.bar is None:
             from tqdm import tqdm
 
-            opts = {"desc": self.label, "unit": self.unit, "file": self.stream, **self.options}
-            self.bar = tqdm(total=total, initial=done, dynamic_ncols=True, leave=True, **opts)
+            self.bar = tqdm(
+                total=total, initial=done, dynamic_ncols=True, leave=True, **self.options
+            )
             return
-        if total != self.bar.total:
-            self.bar.total = total
+        self.bar.total = total
         self.bar.update(done - self.bar.n)
 
     def close(self) -> None:
@@ -75,6 +74,3 @@ def progress_bar(
         yield bar
     finally:
         bar.close()
-
-
-__all__ = ["ProgressFn", "TerminalProgress", "is_terminal", "progress_bar"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli import _common as common
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval propagate``."""
     p = sub.add_parser(
         "propagate",
         help="segment structures from prompts (boxes, points) by slice/frame propagation",
@@ -121,7 +121,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _box(text: str, default: int, shape: tuple[int, ...]):
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.prompts.box import Box
 
     try:
@@ -151,7 +150,6 @@ def parse_point(text: str, default: int, shape: tuple[int, ...]):
     >>> parse_point("2,10.5,7,-", 1, (4, 32, 32))
     Point(y=10.5, x=7.0, index=2, label=1, positive=False)
     """
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.prompts.prompt_set import Point
 
     parts = [t.strip() for t in text.split(",")]
@@ -214,7 +212,6 @@ def _prompt_sets(
     """The prompt sets of the run (file, then command line; or from the labels), checked."""
     import numpy as np
 
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.prompts.from_labels import boxes_from_labels
     from napari_segeval.prompts.prompt_file import PromptFile, read_prompts
     from napari_segeval.prompts.prompt_set import PromptSet
@@ -262,11 +259,9 @@ def check_output(path: Path, case) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the prompts, propagate, write the prediction and its prompts, report metrics."""
-    import numpy as np
 
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.cli._metrics import reference_rows, rows_table
-    from napari_segeval.io import resolve_structure, write_labels
+    from napari_segeval.io import write_labels
     from napari_segeval.io._formats import stem
     from napari_segeval.models.registry import load_promptable
     from napari_segeval.prompts.prompt_file import PromptFile, write_prompts
@@ -290,11 +285,7 @@ def run(args: argparse.Namespace) -> int:
     given = bool(args.prompt_args) or args.prompts is not None
     if args.structure and case.labels is None and not given:
         raise SegEvalError("--structure needs --labels (boxes come from the reference)")
-    present = None if case.labels is None else np.unique(case.labels)
-    wanted = [
-        resolve_structure(s, case.structures, present, source=args.labels) for s in args.structure
-    ]
-    sets = _prompt_sets(args, case, kind, mode, wanted, tuple(shape))
+    sets = _prompt_sets(args, case, kind, mode, common.wanted_structures(args, case), tuple(shape))
 
     model = load_promptable(
         args.model, checkpoint=args.checkpoint, device=args.device, precision=args.precision

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from napari_segeval._errors import ReadError
 from napari_segeval.cli._common import add_json_flag, emit
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval report``."""
     p = sub.add_parser(
         "report",
         help="rebuild the report of a results folder written by 'segeval evaluate'",
@@ -33,7 +33,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Rebuild the outputs and print where the report is."""
-    from napari_segeval._errors import ReadError
     from napari_segeval.evaluation import finalize
     from napari_segeval.evaluation.report import write_report
 

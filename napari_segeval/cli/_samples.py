@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli._common import add_json_flag, emit, format_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval samples`` and ``segeval samples path``."""
     p = sub.add_parser(
         "samples",
         help="the bundled sample data: names, files, where they are",
@@ -39,9 +39,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     path.set_defaults(func=run_path)
 
 
-def _rows(root, index: dict) -> list[dict]:
-    from napari_segeval.phantoms.samples import FILE_PARTS
+def run_list(args: argparse.Namespace) -> int:
+    """Print every sample with its files."""
+    from napari_segeval.phantoms.samples import FILE_PARTS, NEEDS_EXTRA, load_index, sample_root
 
+    root = sample_root()
+    index = load_index(root)
     rows = []
     for name in sorted(index):
         entry = index[name]
@@ -50,16 +53,6 @@ def _rows(root, index: dict) -> list[dict]:
             rows.append({"name": name, "modality": entry.get("modality"), **files})
         else:
             rows.append({"name": name, "modality": None, "folder": str(root / entry)})
-    return rows
-
-
-def run_list(args: argparse.Namespace) -> int:
-    """Print every sample with its files."""
-    from napari_segeval.phantoms.samples import NEEDS_EXTRA, load_index, sample_root
-
-    root = sample_root()
-    index = load_index(root)
-    rows = _rows(root, index)
     missing = [
         {
             "name": n,
@@ -96,7 +89,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_path(args: argparse.Namespace) -> int:
     """Print the path of one sample's file."""
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.phantoms.samples import sample_path
 
     try:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli import _common as common
 from napari_segeval.cli._progress import progress_bar
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval segment``."""
     p = sub.add_parser(
         "segment",
         help="segment a volume with a dense model (built-in CT U-Net, TorchScript, nnU-Net)",
@@ -51,7 +51,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, segment, write, and report metrics against ``--labels``."""
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.cli._metrics import reference_rows, rows_table
     from napari_segeval.io import write_labels
     from napari_segeval.models.dense import DenseModel, segment_case

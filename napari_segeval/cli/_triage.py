@@ -6,11 +6,11 @@ import argparse
 import math
 from pathlib import Path
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.cli._common import add_json_flag, emit, format_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval triage``."""
     p = sub.add_parser(
         "triage",
         help="the structures of a results folder ordered by their risk of failure",
@@ -46,7 +46,6 @@ def _why(item, n: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Print the worklist."""
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.evaluation.triage import worklist
 
     if args.top is not None and args.top < 1:

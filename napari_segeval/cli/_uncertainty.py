@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval.cli import _common as common
 from napari_segeval.cli._evaluate import LAYOUT_NAMES
 from napari_segeval.cli._progress import progress_bar
@@ -16,7 +17,6 @@ SPLITS = ("train", "all", "val", "test")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``segeval uncertainty`` with its ``score`` and ``filter`` actions."""
     p = sub.add_parser(
         "uncertainty",
         help="AUV of a data set's training cases (Li et al. 2026) and filtered training lists",
@@ -131,16 +131,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _targets(path: Path, overwrite: bool) -> list[Path]:
-    from napari_segeval._errors import SegEvalError
-
     suffix = path.suffix.lower()
     if suffix not in (".json", ".csv"):
         raise SegEvalError(f"{path}: the scores file must end in .json or .csv")
-    other = path.with_suffix(".csv" if suffix == ".json" else ".json")
-    targets = [path, other]
-    for t in targets:
-        if t.exists() and not overwrite:
-            raise SegEvalError(f"{t} exists; pass --overwrite to replace it")
+    targets = [path, path.with_suffix(".csv" if suffix == ".json" else ".json")]
+    common.refuse_existing(targets, overwrite)
     return targets
 
 
@@ -169,7 +164,6 @@ def _finite(v) -> bool:
 
 def run_score(args: argparse.Namespace) -> int:
     """Score the cases, print the table (or JSON), write the files; 3 when a case failed."""
-    from napari_segeval._errors import SegEvalError
     from napari_segeval.evaluation.layouts import load_layout
     from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
 
@@ -217,7 +211,6 @@ def _train_ids(args: argparse.Namespace, record: dict) -> list[str]:
 def run_filter(args: argparse.Namespace) -> int:
     """Write the filtered training lists and print what was removed."""
     from napari_segeval._atomic import atomic_write_text
-    from napari_segeval._errors import ReadError, SegEvalError
     from napari_segeval._json import json_safe
     from napari_segeval.evaluation.protocols.auv_scores import (
         auv_of,
@@ -251,9 +244,7 @@ def run_filter(args: argparse.Namespace) -> int:
     dataset = load_dataset_json(ds_file) if ds_file and ds_file.is_file() else None
     out = args.output
     names = ["splits_final.json", "removed.json"] + (["dataset.json"] if dataset else [])
-    for name in names:
-        if (out / name).exists() and not args.overwrite:
-            raise SegEvalError(f"{out / name} exists; pass --overwrite to replace it")
+    common.refuse_existing([out / name for name in names], args.overwrite)
     try:
         written = write_filtered_lists(
             out,

@@ -1,12 +1,7 @@
 """The Aleatoric Uncertainty Value (AUV) of Li et al., CVPR 2026 (arXiv 2604.10963).
 
-Turns each class's decoded map (:mod:`.features`) into the paper's numbers (numpy
-only): the class's semantic perception scale ``S(i|c)`` (normalized entropy of its
-singular-value energy), the sample scale ``S(i)`` (their sum over the foreground
-classes scored; a class absent from the sample adds nothing) and the AUV, a min-max
-normalization of ``log S(i)`` over the data set (1 = most uncertain). The paper's
-definitions and the released code's differences are in docs/protocols.md
-("uncertainty").
+Class scale ``S(i|c)``, sample scale ``S(i)`` and AUV from decoded maps (:mod:`.features`);
+the definitions and the released code's differences: docs/protocols.md ("uncertainty").
 """
 
 from __future__ import annotations
@@ -46,9 +41,8 @@ def class_matrix(decoded: np.ndarray, layout: str = "D_HW") -> np.ndarray:
 def gram_eigenvalues(matrix: np.ndarray) -> np.ndarray:
     """Squared singular values of ``matrix`` (``r = min`` of its shape), largest first.
 
-    The ``r x r`` Gram matrix of the smaller side is summed in float64 over
-    blocks of the longer side (never a whole float64 copy), then
-    :func:`numpy.linalg.eigvalsh`. Round-off below ``r * eps * max`` becomes 0.
+    The float64 Gram matrix of the smaller side is summed over blocks of the longer side
+    (never a whole float64 copy); round-off below ``r * eps * max`` becomes 0.
     """
     m = np.asarray(matrix)
     if m.ndim != 2:
@@ -71,10 +65,9 @@ def gram_eigenvalues(matrix: np.ndarray) -> np.ndarray:
 
 
 def energy(matrix: np.ndarray, power: float = 2.0) -> np.ndarray:
-    """Energy distribution ``p_j = s_j**power / sum s**power`` over all ``r`` singular values.
+    """``p_j = s_j**power / sum s**power`` over the singular values (NaN for a zero matrix).
 
-    ``power=2`` is the paper's energy, ``1`` the released code's; NaN-filled when the
-    matrix is zero.
+    ``power=2`` is the paper's energy, ``1`` the released code's.
     """
     lam = gram_eigenvalues(matrix)
     s_pow = lam if power == 2 else np.sqrt(lam) ** float(power)
@@ -163,16 +156,3 @@ def auv_table(class_scales: Mapping[str, Mapping[str, float]], aggregate: str = 
             for k in cases
         },
     }
-
-
-__all__ = [
-    "AGGREGATES",
-    "LAYOUTS",
-    "auv_table",
-    "class_matrix",
-    "energy",
-    "gram_eigenvalues",
-    "normalize",
-    "sample_scale",
-    "semantic_scale",
-]

@@ -1,9 +1,7 @@
 """Sampling uncertainty of dense models: test-time augmentation and MC-dropout.
 
-Each sample's softmax on the model grid goes to a :class:`~.maps.SampleStats`, then
-back to the case's grid. TTA draws per sample (seeded): flips along a subset of the
-model's ``mirror_axes`` (logits flipped back), a gain and offset in normalized units,
-and a trilinear zoom. torch is imported inside the functions.
+TTA draws per sample (seeded) flips of some ``mirror_axes`` (logits flipped back), a
+gain and offset in normalized units and a zoom; the softmax goes back to the case's grid.
 """
 
 from __future__ import annotations
@@ -288,6 +286,3 @@ def mc_dropout(
         "seed": seed,
     }
     return _finish(stats, info, "mc-dropout", params, note)
-
-
-__all__ = ["augmented_labels", "dense_tta", "dropout_modules", "mc_dropout"]

@@ -1,10 +1,8 @@
 """Failure detection as fd-shifts measures it: AURC, AUGRC, failure AUROC, recall.
 
-An item's risk score (higher = more likely wrong) is judged against its true
-risk ``1 - Dice``; tied scores are accepted or set aside as one block. The
-definitions, and where they differ from fd-shifts, are in docs/protocols.md
-("Failure detection: how a risk score is judged"); the examples below are
-computed by hand, ties included.
+A risk score is judged against the true risk ``1 - Dice``, tied scores as one block;
+definitions and differences from fd-shifts: docs/protocols.md ("Failure detection").
+The examples are computed by hand, ties included.
 
 Examples
 --------
@@ -398,17 +396,3 @@ def failure_detection(
         recall_at_10=recall_at(s, failed, RECALL_FRACTION),
         curve=curve,
     )
-
-
-__all__ = [
-    "FAILURE_BELOW_SLICE",
-    "FAILURE_BELOW_STRUCTURE",
-    "RECALL_FRACTION",
-    "FailureDetection",
-    "RiskCoverageCurve",
-    "failure_auroc",
-    "failure_detection",
-    "recall_at",
-    "review_length",
-    "risk_coverage_curve",
-]

@@ -1,9 +1,7 @@
 """Class-wise decoded maps of a frozen promptable model, and their semantic perception scales.
 
-Each structure is prompted with its box on the middle slice of its extent and walked
-through the whole volume both ways, with no early stop, confidence stop or
-post-processing. The *decoded map* is the mask decoder's output before any threshold:
-MedSAM2's logits (``capabilities.logits``), else the backend's probabilities.
+The *decoded map* is the mask decoder's output before any threshold (MedSAM2's logits,
+else the backend's probabilities), walked both ways with no stop or post-processing.
 """
 
 from __future__ import annotations
@@ -38,14 +36,6 @@ def feature_kind(model: Any) -> str:
     return "logits" if model.capabilities.logits else "probabilities"
 
 
-def _walk(model: Any, frames: Any, key: int, box: Any, order: str, progress, cancel) -> Any:
-    from napari_segeval.models.walk import WalkOptions
-
-    options = WalkOptions(progress=progress, cancel=cancel)
-    walk = model.propagate_logits if model.capabilities.logits else model.propagate
-    return walk(frames, key, box, order, options=options)
-
-
 def decoded_map(
     model: Any,
     frames: Any,
@@ -63,19 +53,19 @@ def decoded_map(
     """
     import torch
 
-    from napari_segeval.models.walk import n_visited
+    from napari_segeval.models.walk import WalkOptions, n_visited
     from napari_segeval.propagation.core import shifted_progress
 
     n = int(frames.shape[0])
     k = int(box.index)
     orders: tuple[Order, ...] = ("forward", "backward") if mode == "volume" else ("forward",)
     total = sum(n_visited(n, k, o) for o in orders)
+    walk = model.propagate_logits if model.capabilities.logits else model.propagate
     parts, offset = {}, 0
     for order in orders:
+        options = WalkOptions(progress=shifted_progress(progress, offset, total), cancel=cancel)
         with torch.no_grad():
-            seq = _walk(
-                model, frames, k, box, order, shifted_progress(progress, offset, total), cancel
-            )
+            seq = walk(frames, k, box, order, options=options)
         parts[order] = torch.as_tensor(seq).detach().float().cpu().numpy()
         offset += n_visited(n, k, order)
     fwd = parts["forward"]
@@ -192,6 +182,3 @@ def class_scales(
                 row["note"] = "decoded map is zero or has fewer than 2 rows/columns: no scale"
         rows.append(row)
     return rows
-
-
-__all__ = ["MIN_VOXELS", "class_scales", "decoded_map", "feature_kind"]

@@ -1,9 +1,7 @@
 """Per-voxel uncertainty from probabilities: entropy, sample statistics, the result record.
 
-Numpy only. With ``N`` samples ``p^(i)``: mean prediction ``p̄``, total uncertainty
-``H(p̄)`` (entropy normalised by ``log K``; binary for one structure's foreground),
-variance ``mean_k var_i p_k^(i)`` (``ddof = 0``) and mutual information
-``H(p̄) - mean_i H(p^(i))``.
+With samples ``p^(i)`` and mean ``p̄``: total ``H(p̄)`` (normalised by ``log K``), variance
+``mean_k var_i p_k^(i)`` (``ddof = 0``), mutual information ``H(p̄) - mean_i H(p^(i))``.
 """
 
 from __future__ import annotations
@@ -149,6 +147,3 @@ def maps_from_probabilities(probs: np.ndarray, labels: np.ndarray | None = None)
     return UncertaintyMaps(
         h, np.zeros_like(h), p, lab, np.zeros_like(h), tuple(range(p.shape[0])), 1, "single"
     )
-
-
-__all__ = ["SampleStats", "UncertaintyMaps", "binary_entropy", "entropy", "maps_from_probabilities"]

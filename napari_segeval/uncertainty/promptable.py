@@ -1,16 +1,13 @@
 """Prompt-jitter uncertainty of promptable models (aleatoric: where would the box be?).
 
-Each sample jitters every box (:meth:`~napari_segeval.prompts.Box.jittered`; points and
-masks kept), adds Gaussian intensity noise and propagates; the maps are the binary
-entropy of each structure's mean probability, the largest over structures. Without
-noise a backend that keeps per-frame features encodes the slices once and decodes
-every further sample from the kept embeddings.
+Each sample jitters every box, adds Gaussian intensity noise and propagates; without
+noise a backend that keeps per-frame features encodes the slices only once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -138,8 +135,9 @@ def prompt_tta(
         for label, p in res.probabilities.items():
             stats[label].add(np.asarray(p, np.float32))
     labels_order = tuple(sets)
-    mean = np.stack([_mean(stats[k]) for k in labels_order]).astype(np.float32)
+    # variance() first: a structure without samples is a ValueError, not a None mean
     var = np.stack([stats[k].variance() for k in labels_order]).astype(np.float32)
+    mean = np.stack([cast(np.ndarray, stats[k].mean) for k in labels_order]).astype(np.float32)
     h_each = np.stack([binary_entropy(m) for m in mean])
     mean_h = np.stack([stats[k].mean_entropy() for k in labels_order])
     merged = merge_structures(dict(zip(labels_order, mean)), threshold=threshold)
@@ -165,13 +163,3 @@ def prompt_tta(
         method="prompt-jitter",
         params=params,
     )
-
-
-__all__ = ["prompt_tta"]
-
-
-def _mean(stats: SampleStats) -> np.ndarray:
-    """The mean of ``stats``' samples (ValueError without samples)."""
-    if stats.mean is None:
-        raise ValueError("no samples")
-    return stats.mean

@@ -112,10 +112,6 @@ class StructureRisk:
         return pool[0].slice if pool else None
 
 
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
-
-
 @dataclass(frozen=True)
 class Logistic:
     """``sigmoid(intercept + sum_i weights[i] * (x_i if finite else fill[i]))``."""
@@ -130,7 +126,7 @@ class Logistic:
         for name, w, f in zip(self.names, self.weights, self.fill):
             v = float(x.get(name, math.nan))
             z += w * (v if math.isfinite(v) else f)
-        return _sigmoid(z)
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0  # exp overflows below -709
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Logistic:
@@ -183,19 +179,15 @@ def _disagreement(mask: np.ndarray, others: Sequence[np.ndarray]) -> float:
     return 1.0 - float(np.mean([mask_dice(mask, o) for o in others])) if others else math.nan
 
 
-def _grow(mask: np.ndarray) -> np.ndarray:
-    from scipy import ndimage
-
-    return ndimage.binary_dilation(mask, iterations=1) if mask.any() else mask
-
-
 def slice_entropy(prob: np.ndarray, mask: np.ndarray) -> float:
     """The ``entropy`` signal of one slice (``prob``, ``mask``: ``(H, W)``).
 
     Mean binary entropy over the mask grown by one pixel, or over ``prob > 0.05``
     where the mask is empty.
     """
-    region = _grow(mask) if mask.any() else prob > 0.05
+    from scipy import ndimage
+
+    region = ndimage.binary_dilation(mask, iterations=1) if mask.any() else prob > 0.05
     if not region.any():
         return 0.0
     return float(binary_entropy(prob[region]).mean())
@@ -247,13 +239,9 @@ def slice_signals(
     for k in slices:
         m = masks[k]
         near = [masks[j] for j in (k - 1, k + 1) if 0 <= j < n and areas[j] > 0]
-        if m.any():
-            cont = 1.0 - (float(np.mean([mask_dice(m, b) for b in near])) if near else 0.0)
-        else:
-            cont = math.nan
         row = {
             Signal.ENTROPY: slice_entropy(probs[k], m),
-            Signal.CONTINUITY: cont,
+            Signal.CONTINUITY: (_disagreement(m, near) if near else 1.0) if m.any() else math.nan,
             Signal.END: end_risk.get(k, 0.0),
             Signal.MODELS: _disagreement(m, [o[k] for o in others]),
             Signal.TTA: _disagreement(m, [a[k] for a in augmented]),

@@ -1,10 +1,7 @@
-"""Per-structure and per-case uncertainty scores, case filtering and correlation.
+"""Per-structure and per-case uncertainty scores (predictive entropy, not the AUV), filtering.
 
-A structure's *scored region* is the structure plus its boundary band of width ``w``
-(``dilate(S, w)``); a case's is the dilated predicted foreground (all voxels when
-nothing is predicted). The mean normalised uncertainty over a region equals the area
-under its uncertainty-volume curve ``F(t) = |{v : u_v > t}| / |R|`` (layer-cake
-identity). This is the model's predictive entropy, not the AUV of :mod:`.auv`.
+The mean uncertainty over a region equals the area under its uncertainty-volume curve
+``F(t) = |{v : u_v > t}| / |R|`` (layer-cake identity).
 """
 
 from __future__ import annotations
@@ -217,19 +214,3 @@ def correlation(x: Sequence[float], y: Sequence[float]) -> dict:
     out["pearson"] = float(stats.pearsonr(a, b)[0])
     out["spearman"] = float(stats.spearmanr(a, b)[0])
     return out
-
-
-__all__ = [
-    "REMOVAL_RULES",
-    "boundary_band",
-    "case_score",
-    "correlation",
-    "entropy_band_score",
-    "filter_most_uncertain",
-    "mean_uncertainty",
-    "n_removed",
-    "n_removed_quantile",
-    "scored_region",
-    "structure_scores",
-    "uncertainty_volume_curve",
-]

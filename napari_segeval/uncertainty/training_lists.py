@@ -1,10 +1,6 @@
-"""Training lists without the most uncertain cases, in the layouts people train with.
-
-nnU-Net ``splits_final.json``: removed cases leave every fold's ``train`` list (``val``
-kept, so validation stays comparable). MSD / nnU-Net ``dataset.json``: they leave
-``training`` or ``dataset`` and ``numTraining`` follows; a v2 ``dataset.json`` that lists
-no cases cannot drop any (the splits file does). A case is named by its image file name
-without extension or ``_0000`` channel suffix.
+"""Training lists without the most uncertain cases: nnU-Net ``splits_final.json`` and
+MSD / nnU-Net ``dataset.json`` (a v2 one that lists no cases cannot drop any; the splits
+file does).
 """
 
 from __future__ import annotations
@@ -54,12 +50,9 @@ def crossval_splits(
         raise ValueError(f"{n} training cases cannot fill {n_splits} folds")
     order = np.arange(n)
     np.random.RandomState(seed).shuffle(order)
-    sizes = np.full(n_splits, n // n_splits)
-    sizes[: n % n_splits] += 1
-    out, start = [], 0
-    for size in sizes:
-        val = set(order[start : start + size].tolist())
-        start += size
+    out = []
+    for chunk in np.array_split(order, n_splits):  # the first n % n_splits one longer
+        val = set(chunk.tolist())
         out.append(
             {
                 "train": [ids[i] for i in range(n) if i not in val],
@@ -81,11 +74,8 @@ def filter_splits(splits: Sequence[dict], removed: Iterable[str]) -> list[dict]:
 
 
 def filter_dataset_json(dataset: dict, removed: Iterable[str]) -> tuple[dict, list[str]]:
-    """``dataset.json`` without the ``removed`` training cases, and the ids actually dropped.
-
-    MSD ``training`` entries and nnU-Net v2 ``dataset`` entries are filtered;
-    ``numTraining`` follows. ``test`` entries are never touched.
-    """
+    """``dataset.json`` without the ``removed`` training cases (MSD ``training``, nnU-Net v2
+    ``dataset``; ``numTraining`` follows, ``test`` untouched), and the ids actually dropped."""
     gone = set(removed)
     out = copy.deepcopy(dict(dataset))
     dropped: list[str] = []
@@ -107,13 +97,3 @@ def filter_dataset_json(dataset: dict, removed: Iterable[str]) -> tuple[dict, li
         out["dataset"] = {c: v for c, v in explicit.items() if c not in gone}
         out["numTraining"] = len(out["dataset"])
     return out, sorted(set(dropped))
-
-
-__all__ = [
-    "NNUNET_FOLDS",
-    "NNUNET_SEED",
-    "case_id_of",
-    "crossval_splits",
-    "filter_dataset_json",
-    "filter_splits",
-]
