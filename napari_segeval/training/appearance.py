@@ -1,10 +1,7 @@
-"""Randomised appearance: class maps to images, and images to other-looking images.
-
-On a stack ``(S, H, W)`` sharing every random choice: :func:`render` gives each class
-a random mean and texture (no fixed intensity, contrast sign or texture), and
-:func:`restyle` applies a random intensity mapping, bias field, blur or lower
-resolution, noise and window in the manner of CT, MR, ultrasound or grey-turned colour.
-:data:`HELDOUT_APPEARANCE` families are never drawn in training. Imports torch.
+"""Randomised appearance of a stack ``(S, H, W)``, every slice sharing the draws: :func:`render`
+(class maps to images, no fixed intensity, contrast sign or texture) and :func:`restyle` (CT-,
+MR-, ultrasound- or colour-like mappings, bias, blur, noise, windows). :data:`HELDOUT_APPEARANCE`
+is never drawn in training.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ STYLES = ("ct", "mr", "us", "rgb", "generic")
 
 
 def smooth_noise(rng: np.random.Generator, n: int, h: int, w: int, coarse: int) -> torch.Tensor:
-    """``n`` smooth random fields ``(n, H, W)`` (bicubic from a ``coarse`` grid, unit-ish std).
+    """``n`` smooth random fields ``(n, H, W)``, bicubic from a ``coarse`` grid, unit-ish std.
 
     Examples
     --------
@@ -91,11 +88,8 @@ def _bands(target: torch.Tensor, width: int):
 def band_contrast(
     classes: torch.Tensor, target: torch.Tensor, means: np.ndarray | None = None, width: int = 2
 ) -> float:
-    """Mean intensity just inside ``target`` minus just outside it.
-
-    Of the class map ``classes`` rendered with class ``means``, or (``means=None``) of
-    the image ``classes`` itself. 1.0 when a band is empty.
-    """
+    """Mean intensity just inside ``target`` minus just outside it (1.0 if a band is empty), of
+    the class map ``classes`` rendered with ``means``, or of the image ``classes`` (``None``)."""
     bands = _bands(target, width)
     if bands is None:
         return 1.0
@@ -118,12 +112,10 @@ def render(
     rgb: bool = False,
     means: np.ndarray | None = None,
 ) -> torch.Tensor:
-    """Intensities ``(S, H, W)`` of a class map: random class means plus random textures.
+    """Intensities ``(S, H, W)`` of a class map: class ``means`` (default random) plus textures.
 
-    With ``target`` (a boolean ``(S, H, W)`` mask), class means are redrawn (up to
-    ten times) until the band just inside the target differs from the band just
-    outside by at least ``min_contrast``, so that the object can be seen. ``means``
-    (optional) gives the class means instead.
+    With a boolean ``target``, random means are redrawn (<= 10 times) until its inner and outer
+    bands differ by ``min_contrast``, so that the object can be seen.
     """
     s, h, w = classes.shape
     classes = classes.long()
@@ -230,11 +222,10 @@ def restyle(
     families: dict = TRAIN_APPEARANCE,
     strength: float = 1.0,
 ) -> torch.Tensor:
-    """A random restyling of ``x`` ``(S, H, W)`` in ``[0, 1]``; returns ``[0, 1]``.
+    """A random restyling of ``x`` ``(S, H, W)`` in ``[0, 1]``, into ``[0, 1]``.
 
-    ``style`` (:data:`STYLES`, default random) biases which noise and which field
-    of view are drawn; ``families`` lists the intensity mappings and noises drawn
-    from; ``strength`` in ``[0, 1]`` scales the probability of a non-trivial
+    ``style`` (:data:`STYLES`, default random) biases the noise and field of view; ``families``
+    lists the mappings and noises; ``strength`` in ``[0, 1]`` scales the chance of a non-trivial
     mapping and the noise and bias levels (0: only mild changes).
     """
     _, h, w = x.shape

@@ -1,12 +1,7 @@
-"""Train the built-in dense CT model on generated phantoms.
-
-``python -m napari_segeval.training.builtin_ct --minutes 13 --cases 60 --fg-prob 0.7
---cache /tmp/dense_cache60.npz`` (phantom seeds ``0 .. n_cases-1``). Patches are
-centred, with probability ``--fg-prob``, on a class drawn uniformly among those
-present; the loss is cross-entropy plus one minus the mean foreground Dice; the
-learning rate warms up over 3 % of the time budget, then decays as a cosine. The
-file (``weights_only=True`` loadable) holds ``state_dict``, the plans and a training
-record.
+"""Train the built-in dense CT model on generated phantoms (seeds ``0 .. n_cases-1``; the
+shipped command: docs/model_cards.md). Patches are centred, with probability ``--fg-prob``, on
+a class drawn uniformly among those present; loss CE + 1 - mean foreground Dice; the learning
+rate warms up over 3 % of the time budget, then decays as a cosine.
 """
 
 from __future__ import annotations
@@ -63,10 +58,7 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
 
 
 def lesion_thresholds(refs, plans: dict) -> dict[str, float]:
-    """nnU-Net v1 rule on the training references: smallest largest-component volume.
-
-    ``refs`` yields ``(labels, spacing)`` pairs.
-    """
+    """nnU-Net v1's rule on ``(labels, spacing)`` pairs: smallest largest-component volume."""
     from napari_segeval.inference.postprocess import min_volume_from_references
 
     thr = min_volume_from_references(refs, plans["lesions"])
@@ -84,8 +76,8 @@ def class_index(lab: np.ndarray, num_classes: int) -> list[np.ndarray]:
 
 
 def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
-    """A patch: with ``fg_prob`` centred near a voxel of a class drawn uniformly among
-    the classes present (so small organs and lesions count as much as the liver)."""
+    """A patch, with ``fg_prob`` centred near a voxel of a class drawn uniformly among those
+    present (small organs and lesions count as much as the liver), with intensity jitter."""
     img = _pad_to(img, patch, float(img.min()))
     lab = _pad_to(lab, patch, 0)
     present = [idx for idx in index if len(idx)]
@@ -105,8 +97,7 @@ def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
 
 
 def patch_batch(rng, data: list, index: list, patch, batch: int, fg_prob: float) -> tuple:
-    """``batch`` patches (:func:`sample_patch`) of random cases ``data[i] = (image, labels)``:
-    tensors ``(B, 1, *patch)`` and ``(B, *patch)``."""
+    """``(B, 1, *patch)`` and ``(B, *patch)`` tensors of random cases' :func:`sample_patch`."""
     import torch
 
     picks = rng.integers(len(data), size=batch)
@@ -133,11 +124,10 @@ def lr_at(frac: float, lr0: float, warmup: float = 0.03) -> float:
 
 
 def ce_soft_dice(logits, target, num_classes, smooth=1e-5, weight=None, present_only=True):
-    """Cross-entropy plus one minus the mean foreground soft Dice, over the batch.
+    """Cross-entropy + 1 - mean foreground soft Dice over the batch.
 
-    ``present_only``: average the Dice over the foreground classes present in the batch
-    (all when none is), as ``1 - mean``; else ``mean(1 - dice)`` over all of them (the
-    2D U-Net's recipe, smoothing 1). The two orders round differently: both are kept.
+    ``present_only``: ``1 - mean`` over the classes present (all when none is); else
+    ``mean(1 - dice)`` over all (the 2D U-Net's recipe); they round differently: both kept.
     """
     import torch.nn.functional as F
 
@@ -236,7 +226,7 @@ def train(
                 f"it {it} t {elapsed / 60:.1f} min loss {np.mean(losses[-25:]):.4f} lr {lr:.2e}",
                 flush=True,
             )
-    record = {
+    record: dict[str, Any] = {
         "iterations": it,
         "train_minutes": round((time.time() - t1) / 60, 2),
         "prepare_seconds": round(prep_s, 1),
@@ -252,12 +242,9 @@ def train(
     }
     if previous is not None:
         record["previous"] = previous.get("training")
-    payload = dict(plans)
-    payload["intensity"] = stats.to_dict()
-    payload["lesion_min_mm3"] = thresholds
     record["total_minutes"] = round((time.time() - t0) / 60, 2)
-    payload["training"] = record
-    save_checkpoint(net, payload, out)
+    payload = {**plans, "intensity": stats.to_dict(), "lesion_min_mm3": thresholds}
+    save_checkpoint(net, {**payload, "training": record}, out)
     print(json.dumps(record), flush=True)
     return record
 

@@ -1,11 +1,7 @@
-"""Train the built-in promptable model: a class-agnostic box-and-click segmenter.
-
-``python -m napari_segeval.training.builtin_prompt`` (the shipped command:
-:data:`SHIPPED`) stops at ``--iterations`` or ``--minutes``, whichever comes first, on
-a cosine schedule fitted to it. Sources: :mod:`.prompt_sources`; episodes:
-:mod:`.prompt_examples`; every pass but the last runs without gradients. The recipe
-is in docs/model_cards.md. Output: :func:`napari_segeval.models.builtin_prompt.save_weights`'s
-format (``in_channels: 6``).
+"""Train the built-in promptable model, a class-agnostic box-and-click segmenter (recipe and
+shipped command: docs/model_cards.md), until ``--iterations`` or ``--minutes``, on a cosine
+schedule fitted to whichever ends first. Stacks: :mod:`.prompt_sources`; episodes:
+:mod:`.prompt_examples`. Output: :func:`napari_segeval.models.builtin_prompt.save_weights`'s.
 """
 
 from __future__ import annotations
@@ -25,15 +21,6 @@ from napari_segeval.training.builtin_ct import optimizer_step
 from napari_segeval.training.prompt_examples import Episode, episode
 from napari_segeval.training.prompt_sources import Stack, phantom_stacks, scene_stack
 
-#: How the shipped weights were made (command, wall time on the shared 2-core machine).
-#: The last stage of a warm-started chain (docs/model_cards.md has the whole chain and
-#: what each stage measured); its ``--init`` file came from the stages before it.
-SHIPPED = (
-    "python -m napari_segeval.training.builtin_prompt --init STAGE2.pt --minutes 25 "
-    "--lr 5e-4 --threads 1 --seed 7 --scenes 40 --ct-cases 32 --echo-clips 8 "
-    "--rgb-images 4 --phantom-share 0.7 --paste-share 0.05: 1661 iterations, "
-    "28 min wall with one torch thread"
-)
 #: Share of episodes drawn from generated scenes, phantoms, and scene objects pasted on phantoms.
 SOURCES = {"scene": 0.30, "phantom": 0.55, "paste": 0.15}
 #: Share of each kind of phantom among the phantom episodes.
@@ -69,24 +56,18 @@ class Pool:
         p = np.array([self.sources[k] for k in kinds])
         while True:
             kind = str(rng.choice(kinds, p=p / p.sum()))
-            phantom = self._phantom(rng) if kind == "phantom" else None
-            if phantom is not None:
-                stack, bg = phantom, None
-            else:
+            stack = self._phantom(rng) if kind == "phantom" else None
+            bg = None
+            if stack is None:
                 stack = self.scenes[int(rng.integers(len(self.scenes)))]
-                bg = (
-                    self.backgrounds[int(rng.integers(len(self.backgrounds)))]
-                    if kind == "paste" and self.backgrounds
-                    else None
-                )
-            if not stack.present:
-                continue
-            ep = episode(stack, rng, bg)
-            if ep is not None:
+                if kind == "paste" and self.backgrounds:
+                    bg = self.backgrounds[int(rng.integers(len(self.backgrounds)))]
+            if stack.present and (ep := episode(stack, rng, bg)) is not None:
                 return ep
 
 
 def make_pool(args: argparse.Namespace, rng: np.random.Generator, log=print) -> Pool:
+    """The scenes and phantoms of the command's options."""
     t0 = time.time()
     scenes = [scene_stack(rng) for _ in range(args.scenes)]
     log(f"{len(scenes)} generated scenes in {time.time() - t0:.0f} s")

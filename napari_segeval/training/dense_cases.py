@@ -1,11 +1,8 @@
-"""Train the built-in 3D U-Net on a data set's own training cases, for a fixed number of steps.
-
-The trainer of the ``uncertainty`` protocol's ``li2026`` preset. It shares
-:mod:`.builtin_ct`'s patch sampler and loss, but trains on the given cases (resampled
-to their median spacing, nnU-Net's CT normalization for every modality) for
-``iterations`` steps, so a seed (and thread count) fixes the run. ``"sgd-poly"``: SGD
-(momentum 0.99, Nesterov, weight decay 3e-5) with ``lr0 * (1 - t/T)**0.9``;
-``"adamw-cosine"``: the built-in model's schedule; ``loss="duo"``: :mod:`.duo`.
+"""Train the built-in 3D U-Net on a data set's own cases for a fixed number of steps (the
+``uncertainty`` protocol's ``li2026`` trainer): :mod:`.builtin_ct`'s sampler and loss, cases
+resampled to their median spacing with nnU-Net's CT normalization; ``"sgd-poly"`` is nnU-Net's
+SGD (momentum 0.99, Nesterov, ``lr0 (1 - t/T)**0.9``), ``"adamw-cosine"`` :mod:`.builtin_ct`'s
+schedule, ``loss="duo"`` :mod:`.duo`. A fixed step count lets a seed fix the run.
 """
 
 from __future__ import annotations
@@ -57,16 +54,6 @@ class DenseTrainConfig:
         return d
 
 
-def _optimizer(params: Any, config: DenseTrainConfig):
-    import torch
-
-    if config.optimizer == "sgd-poly":
-        return torch.optim.SGD(
-            params, lr=config.lr, momentum=0.99, nesterov=True, weight_decay=3e-5
-        )
-    return torch.optim.AdamW(params, lr=config.lr, weight_decay=1e-5)
-
-
 def _step_loss(
     net: Any, noise: Any, x: Any, y: Any, num_classes: int, config: DenseTrainConfig, step: int
 ) -> Any:
@@ -86,15 +73,6 @@ def _step_loss(
         alpha=config.duo_alpha,
         denoise=step >= NOISE_START * config.iterations,
     )
-
-
-def _lr(config: DenseTrainConfig, step: int) -> float:
-    from napari_segeval.training.builtin_ct import lr_at
-
-    frac = step / max(config.iterations, 1)
-    if config.optimizer == "sgd-poly":
-        return config.lr * (1.0 - frac) ** 0.9
-    return lr_at(frac, config.lr)
 
 
 def prepare_cases(
@@ -136,35 +114,11 @@ def train_dense_cases(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> dict:
-    """Train the built-in 3D U-Net on ``images``/``labels`` and save it at ``out``.
+    """Train the built-in 3D U-Net on ``(z, y, x)`` volumes and label maps (ids ``0 ..
+    num_classes-1``, spacings in mm) and save it at ``out``; returns the training record.
 
-    Parameters
-    ----------
-    images, labels : sequences of numpy.ndarray
-        ``(z, y, x)`` volumes and their integer label maps (ids ``0 .. num_classes-1``).
-    spacings : sequence of (float, float, float)
-        Voxel size of each case, mm.
-    num_classes : int
-        Output classes, background included.
-    out : path
-        Weights file to write (atomically; replaced if present).
-    config : DenseTrainConfig, optional
-    structures : dict of int to str, optional
-        Names recorded in the plans.
-    modality : str
-        Recorded in the plans.
-    case_ids : sequence of str
-        Recorded in the training record.
-    progress : callable, optional
-        ``progress(step, iterations)`` every 10 steps and at the end.
-    cancel : threading.Event, optional
-        Checked every step.
-
-    Returns
-    -------
-    dict
-        The training record saved in the file (``iterations``, ``final_loss``,
-        ``seconds``, ``train_cases``, ``config`` ...).
+    ``structures`` and ``modality`` go into the plans, ``case_ids`` into the record;
+    ``progress(step, iterations)`` is called every 10 steps and at the end.
     """
     import torch
 
@@ -173,6 +127,7 @@ def train_dense_cases(
     from napari_segeval.models.dense.unet2d import TorchThreads
     from napari_segeval.training.builtin_ct import (
         class_index,
+        lr_at,
         optimizer_step,
         patch_batch,
         save_checkpoint,
@@ -206,12 +161,21 @@ def train_dense_cases(
             from napari_segeval.training.duo import noise_head
 
             noise = noise_head(int(config.base_channels), cfg.num_classes)
-        opt = _optimizer([*net.parameters(), *(noise.parameters() if noise else [])], config)
+        params = [*net.parameters(), *(noise.parameters() if noise else [])]
+        sgd = config.optimizer == "sgd-poly"
+        opt: torch.optim.Optimizer
+        if sgd:
+            opt = torch.optim.SGD(
+                params, lr=config.lr, momentum=0.99, nesterov=True, weight_decay=3e-5
+            )
+        else:
+            opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=1e-5)
         patch = list(config.patch_size)
         for step in range(int(config.iterations)):
             check_cancel(cancel, "training")
+            frac = step / max(config.iterations, 1)
             for g in opt.param_groups:
-                g["lr"] = _lr(config, step)
+                g["lr"] = config.lr * (1.0 - frac) ** 0.9 if sgd else lr_at(frac, config.lr)
             x, y = patch_batch(rng, data, index, patch, config.batch, config.fg_prob)
             loss = _step_loss(net, noise, x, y, cfg.num_classes, config, step)
             losses.append(optimizer_step(opt, loss))

@@ -33,34 +33,14 @@ def train_unet2d(
     structures: dict[int, str] | None = None,
     device: str | None = "cpu",
 ) -> UNet2DModel:
-    """Train a 2D U-Net on ``images`` / ``labels`` (label ids ``0 .. num_classes-1``).
-
-    Parameters
-    ----------
-    images : sequence of numpy.ndarray
-        ``(H, W)`` grey or ``(H, W, 3)`` colour images (sizes may differ).
-    labels : sequence of numpy.ndarray
-        Integer label maps of the same ``(H, W)`` as their image.
-    num_classes : int
-        Output classes, background included.
-    config : TrainConfig2D, optional
-        The recipe (default :class:`TrainConfig2D`).
-    case_ids : sequence of str
-        Names of the training cases, recorded in the model.
-    structures : dict of int to str, optional
-        Label id -> name, recorded in the model.
-    device : str, optional
-        ``"cpu"`` (default), ``"cuda"``, or None/``"auto"`` for the best available.
-
-    Returns
-    -------
-    UNet2DModel
-    """
+    """Train a 2D U-Net on ``(H, W)`` grey or ``(H, W, 3)`` images (sizes may differ) and
+    their label maps (ids ``0 .. num_classes-1``), recording ``case_ids`` and ``structures``.
+    ``device=None`` or ``"auto"``: the best available."""
     import torch
     import torch.nn.functional as F
 
     from napari_segeval.models._device import pick_device
-    from napari_segeval.training.builtin_ct import ce_soft_dice
+    from napari_segeval.training.builtin_ct import ce_soft_dice, optimizer_step
 
     cfg = config or TrainConfig2D()
     if not images or len(images) != len(labels):
@@ -117,11 +97,8 @@ def train_unet2d(
                 loss = ce_soft_dice(logits, yb.to(dev), num_classes, 1.0, present_only=False)
             else:
                 loss = F.cross_entropy(logits, yb.to(dev)) + torch.zeros(())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            losses.append(optimizer_step(opt, loss))
             sched.step()
-            losses.append(float(loss.detach()))
     net.eval()
     meta = {
         "in_channels": cin,
