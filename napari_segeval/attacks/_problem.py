@@ -1,12 +1,6 @@
-"""The state shared by every attack loop: the perturbation ball, evaluation, kept iterate.
-
-:class:`Problem` projects onto the ball (and valid range), draws random starts,
-evaluates loss, gradient and logits (counting passes, reporting progress, honouring
-cancel) and keeps one iterate per case: lowest Dice (``select="dice"``), highest loss
-(``"loss"``) or the last (``keep_best=False``). With ``robust_threshold`` the clean input
-is evaluated first (``restart=-1``) and a restart runs only for cases still strictly
-above the threshold (:func:`napari_segeval.metrics.is_robust`); the attack stops when
-none is left (``info["restarts_run"]``). torch is imported inside the functions.
+"""The state every attack loop shares (:class:`Problem`): the ball, random starts, counted
+evaluations (progress, cancel) and the iterate kept per case; with ``robust_threshold`` the clean
+input is evaluated first (``restart=-1``) and restarts run only for cases still above it.
 """
 
 from __future__ import annotations
@@ -92,9 +86,8 @@ def project_(delta: torch.Tensor, eps: float, norm: str) -> torch.Tensor:
 class Problem:
     """Shared state of one attack run: input, target, projection, evaluation, kept iterate.
 
-    ``cfg`` is an :class:`~napari_segeval.attacks.config.AttackConfig`; this module
-    does not import it (the configuration checks the registry, whose loops import
-    this module), so the attack modules have no import circle, not even for types.
+    ``cfg`` is an :class:`~.config.AttackConfig`, not imported: the configuration checks the
+    registry, whose loops import this module, so there is no import circle even for types.
     """
 
     def __init__(

@@ -1,23 +1,11 @@
-"""APGD (Croce & Hein, ICML 2020) adapted to segmentation, written from its definition.
+"""APGD (Croce & Hein, ICML 2020) for segmentation, written from its definition.
 
-* Checkpoints ``w_j = ceil(p_j * N)``, ``p_0 = 0``, ``p_1 = 0.22``,
-  ``p_{j+1} = p_j + max(p_j - p_{j-1} - 0.03, 0.06)``.
-* Step ``eta`` starts at ``2 * eps`` and is halved per case at a checkpoint when
-  (1) under ``rho = 0.75`` of the steps since the last one raised the loss, or
-  (2) it was not halved at the last one and the best loss did not improve; the
-  iterate then restarts from the best point, without momentum.
-* ``z = P(x_k + eta * sign(grad))`` (unit L2 direction for L2),
-  ``x_{k+1} = P(x_k + alpha (z - x_k) + (1 - alpha)(x_k - x_{k-1}))``, ``alpha = 0.75``.
-
-Segmentation: per-voxel CE or DLR averaged per case, a schedule per case, the
-lowest-Dice iterate over all steps and restarts returned (Daza et al. 2021).
-
-``schedule="rog"`` takes the checkpoints of the code ROG runs
-(``rog/autoattack/autopgd.py``): first after ``k_1 = max(int(0.22 N), 1)``, then every
-``k_{j+1} = max(k_j - max(int(0.03 N), 1), max(int(0.06 N), 1))`` (the issue's
-``ceil(0.03 N)`` differs, e.g. at N = 50; the code is followed). Only the positions
-follow the code; its other quirks (comparing the first loss with 0, no condition 2 at
-the first checkpoint, momentum from before the restart point) are not reproduced.
+The step ``eta`` (from ``2 eps``) is halved per case at a checkpoint (:func:`apgd_checkpoints`)
+when (1) under ``RHO`` of the steps since the last one raised the loss, or (2) it was not halved
+at the last one and the best loss did not improve; the iterate then restarts from the best point
+without momentum. ``z = P(x_k + eta sign(grad))`` (unit L2 direction for L2), ``x_{k+1} =
+P(x_k + ALPHA (z - x_k) + (1 - ALPHA)(x_k - x_{k-1}))``. Per-voxel CE or DLR averaged per case, a
+schedule per case, the lowest-Dice iterate kept (Daza et al. 2021).
 """
 
 from __future__ import annotations
@@ -31,35 +19,33 @@ ALPHA = 0.75
 
 
 def apgd_checkpoints(n_iter: int, schedule: str = "paper") -> list[int]:
-    """Iterations ``w_j`` (``0 < w_j < n_iter``, increasing, no repeats) where APGD checks.
+    """Iterations ``0 < w_j < n_iter`` (increasing) where APGD checks its step size.
 
-    ``schedule`` is ``"paper"`` (Croce & Hein's recurrence) or ``"rog"`` (the
-    reference code's interval arithmetic, as run by ROG; module docstring). A
-    check at ``n_iter`` itself would change nothing and is left out.
+    ``"paper"``: ``w_j = ceil(p_j N)``, ``p_0 = 0``, ``p_1 = 0.22``, ``p_{j+1} = p_j +
+    max(p_j - p_{j-1} - 0.03, 0.06)``. ``"rog"``: the code ROG runs (``autoattack/autopgd.py``),
+    first after ``k_1 = max(int(0.22 N), 1)``, then every ``k_{j+1} = max(k_j - max(int(0.03 N),
+    1), max(int(0.06 N), 1))`` (int, not the issue's ceil: they differ at N = 50); only the
+    positions follow the code (docs/protocols.md). A check at ``n_iter`` would change nothing.
     """
     if schedule == "rog":
-        return _rog_checkpoints(n_iter)
+        interval = max(int(0.22 * n_iter), 1)
+        shrink, floor = max(int(0.03 * n_iter), 1), max(int(0.06 * n_iter), 1)
+        out, at = [], interval
+        while at < n_iter:
+            out.append(at)
+            interval = max(interval - shrink, floor)
+            at += interval
+        return out
     if schedule != "paper":
         raise ValueError(f"APGD schedule must be 'paper' or 'rog', got {schedule!r}")
     ps = [0.0, 0.22]
     while ps[-1] < 1.0:
         ps.append(ps[-1] + max(ps[-1] - ps[-2] - 0.03, 0.06))
-    out: list[int] = []
+    out = []
     for p in ps[1:]:
         w = math.ceil(round(p * n_iter, 9))
         if 0 < w < n_iter and (not out or w > out[-1]):
             out.append(w)
-    return out
-
-
-def _rog_checkpoints(n_iter: int) -> list[int]:
-    interval = max(int(0.22 * n_iter), 1)
-    shrink, floor = max(int(0.03 * n_iter), 1), max(int(0.06 * n_iter), 1)
-    out, at = [], interval
-    while at < n_iter:
-        out.append(at)
-        interval = max(interval - shrink, floor)
-        at += interval
     return out
 
 

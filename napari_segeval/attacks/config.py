@@ -1,7 +1,5 @@
-"""The configuration of one attack: :class:`AttackConfig`, checked against the registry.
-
-:func:`not_applicable` says why an attack cannot run on a model.
-"""
+"""The configuration of one attack (:class:`AttackConfig`), checked against the registry, and
+why an attack cannot run on a model (:func:`not_applicable`)."""
 
 from __future__ import annotations
 
@@ -14,14 +12,8 @@ from napari_segeval.attacks.budget import NORMS
 from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES, WEIGHTINGS
 from napari_segeval.attacks.registry import ATTACKS, Attack
 
-#: ``schedule`` values per attack (the first is the default).
-SCHEDULES_BY_ATTACK: dict[str, tuple[str, ...]] = {
-    name: attack.schedules for name, attack in ATTACKS.items()
-}
 #: Every ``schedule`` value of some attack.
-SCHEDULES: tuple[str, ...] = tuple(
-    dict.fromkeys(v for vals in SCHEDULES_BY_ATTACK.values() for v in vals)
-)
+SCHEDULES: tuple[str, ...] = tuple(dict.fromkeys(v for a in ATTACKS.values() for v in a.schedules))
 SELECTS = ("dice", "loss")
 #: Attacks implemented for the L-inf norm only.
 LINF_ONLY: tuple[str, ...] = tuple(name for name, a in ATTACKS.items() if a.linf_only)
@@ -212,7 +204,6 @@ def not_applicable(config: AttackConfig, num_classes: int) -> str | None:
 __all__ = [
     "LINF_ONLY",
     "SCHEDULES",
-    "SCHEDULES_BY_ATTACK",
     "SELECTS",
     "AttackConfig",
     "AttackNotApplicable",

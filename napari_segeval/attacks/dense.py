@@ -1,12 +1,7 @@
-"""Attack target for dense models: the whole volume through the Gaussian sliding window.
-
-The attack variable is the model's normalized input on the model grid ``(1, C, *grid)``;
-every channel is perturbed inside one ball (eps in each channel's normalized units:
-``channel_scales``). ``gradient="whole"`` back-propagates through the whole sliding
-window (memory grows with the volume); ``"chunked"`` gives the same gradient exactly
-with memory bounded by one window batch, recomputing each batch with a graph and
-back-propagating its share ``grad * gaussian / sum_of_weights`` (one extra forward per
-step). Both attack every window, never a single foreground patch.
+"""Attack target for dense models: the whole volume's normalized input ``(1, C, *grid)`` through
+the Gaussian sliding window, every channel inside one ball. ``gradient="chunked"`` gives
+``"whole"``'s gradient exactly with memory bounded by one window batch, recomputing each batch
+with a graph and back-propagating ``grad * gaussian / sum_of_weights`` (one extra forward).
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """FAB-T (Croce & Hein, ICML 2020): targeted minimal-norm attack, L-inf, for segmentation.
 
-FAB seeks the smallest perturbation that breaks a case: it linearizes the model,
-projects the point and the clean input onto the linearized boundary (with the box of
-valid inputs), moves to their combination (extrapolated by ``eta``, biased to the clean
-input by at most ``alpha_max``) and, on success, records the point and pulls it back by
-``beta`` (``0.1``, ``1.05``, ``0.9``: ROG's, the paper's L-inf defaults).
-
-Segmentation (as ROG's ``rog/autoattack/fab.py``): for target rank ``k`` (2..C) each
-voxel's target is its ``k``-th class at the clean input; the decision function is the
-case mean of ``z_target - z_label``; success is hard Dice at or below
-``robust_threshold`` (else half the clean Dice); the answer is the smallest success
-within ``eps``, else the clean input (``info["min_norm"]``: smallest success norm, ``inf``
-if none). Later restarts start at a random point of radius ``eps / 2``; with a
-``robust_threshold`` a case stops once broken within ``eps``. Each iteration is one
-forward+backward and one forward.
-
-Differences from ROG: the projection is solved exactly by sorting (theirs bisects),
-with the valid-range box instead of [0, 1]; the smallest success over all runs is kept
-(theirs the first within ``eps``); success at or below the threshold (theirs below).
+Each step linearizes the model, projects the point and the clean input onto the linearized
+boundary (within the valid box), moves to their combination (extrapolated by ``ETA``, biased to
+the clean input by at most ``ALPHA_MAX``) and, on success, records it and pulls it back by
+``BETA`` (the paper's L-inf defaults, ROG's). As ROG's ``autoattack/fab.py``: for target rank
+``k`` each voxel's target is its ``k``-th class at the clean input, the decision function the
+case mean of ``z_target - z_label``, success a Dice at or below ``robust_threshold`` (else half
+the clean Dice); the answer is the smallest success within ``eps``, else the clean input. Later
+restarts start at radius ``eps / 2``. Differences from ROG: docs/protocols.md.
 """
 
 from __future__ import annotations

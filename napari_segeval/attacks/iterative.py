@@ -1,11 +1,6 @@
-"""FGSM, PGD and noise baselines on a :class:`~napari_segeval.attacks._problem.Problem`.
-
-PGD: ``delta <- P(delta + step * sign(grad))`` (unit L2 direction for L2), from a
-random point of the ball or zero, with a step schedule and restarts. ROG's PGD
-(``attack_pgd``) is ``AttackConfig("pgd", step_size=eps/3, select="loss")``; their code
-splices restarts per voxel (a perturbation nobody evaluated), here the restart with the
-highest case-mean CE is kept whole, and their [0, 1] clamp of z-scored inputs is not
-reproduced.
+"""FGSM, PGD (Madry et al. 2018: ``delta <- P(delta + step * sign(grad))``, a unit L2 direction
+for L2) and noise baselines. ROG's ``attack_pgd`` is ``AttackConfig("pgd", step_size=eps/3,
+select="loss")``; the differences from it are in docs/protocols.md (``msd-robust`` preset rog).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Per-case attack losses on per-voxel logits, and the Dice used to pick iterates.
-
-Each loss takes logits ``(N, C, *spatial)`` and class targets ``(N, *spatial)`` and
-returns ``(N,)`` (per-voxel losses averaged per case, so ``loss.sum()`` gives each case
-its own gradient); the attacks maximize it. ``dlr`` is Croce & Hein's margin
-``-(z_y - max_{i != y} z_i) / (z_pi1 - z_pi3)`` (3+ classes); ``hard-dice`` has no
-gradient and is for Square only (ROG's objective). Voxel weights: SegPGD (Gu et al.
-2022: ``1 - lambda`` right, ``lambda`` wrong, ``lambda = t / (2T)``) and CosPGD
-(Agnihotri et al. 2024: cosine of softmax and one-hot target). torch is imported inside
-the functions.
+"""Per-case attack losses ``(N,)`` (per-voxel losses averaged per case, so each case gets its own
+gradient) on logits ``(N, C, *spatial)``, voxel weights of SegPGD (Gu et al. 2022) and CosPGD
+(Agnihotri et al. 2024), and the Dice that picks iterates. torch is imported inside.
 """
 
 from __future__ import annotations
@@ -65,7 +58,8 @@ def soft_dice_loss(
 def dlr_loss(
     logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Per-case mean of the per-voxel DLR margin (untargeted, >= 3 classes)."""
+    """Per-case mean of Croce & Hein's per-voxel DLR margin (untargeted, >= 3 classes):
+    ``-(z_y - max_{i != y} z_i) / (z_pi1 - z_pi3)``."""
     import torch
 
     if logits.shape[1] < 3:
@@ -84,7 +78,7 @@ def dlr_loss(
 def hard_dice_loss(
     logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """``1 -`` the hard Dice of :func:`case_dice` per case (no gradient).
+    """``1 -`` the hard Dice of :func:`case_dice` per case: no gradient, Square only (ROG's).
 
     Examples
     --------
@@ -117,7 +111,8 @@ def get_loss(name: str) -> Any:
 def voxel_weights(
     kind: str | None, logits: torch.Tensor, target: torch.Tensor, step: int, steps: int
 ) -> torch.Tensor | None:
-    """SegPGD / CosPGD per-voxel weights (detached), or ``None``."""
+    """Per-voxel weights (detached), or ``None``: SegPGD's ``1 - lambda`` right and ``lambda``
+    wrong, ``lambda = t / (2T)``; CosPGD's cosine of the softmax and the one-hot target."""
     import torch
 
     if kind is None:

@@ -1,12 +1,6 @@
-"""Attack target for promptable propagation (built-in model, MedSAM2, any backend).
-
-The attack variable is the stack of normalized frames ``preprocess`` returns, the
-prompts fixed. ``chain="full"`` feeds each slice's soft mask to the next (a perturbation
-acts on every later slice); ``"per-slice"`` conditions each frame on the clean
-prediction of the previous one (MedSAM2's memory bank refuses it). A 2D image is a
-one-frame video. Per-structure probabilities ``p_k`` become logits ``(1, K + 1, n, H,
-W)``: 0 for background and ``logit(p_k)``, so one structure's softmax is ``(1 - p, p)``
-exactly; class ``i`` is the ``i``-th prompted label id in increasing order.
+"""Attack target for promptable propagation: the normalized frames, prompts fixed. Structure
+probabilities ``p_k`` become logits ``(1, K + 1, n, H, W)``, 0 for background and ``logit(p_k)``,
+so one structure's softmax is ``(1 - p, p)``; class ``i`` is the ``i``-th prompted label id.
 """
 
 from __future__ import annotations
@@ -60,7 +54,9 @@ class PromptTarget:
     keep_largest, stop_when_empty, threshold
         As :func:`napari_segeval.propagation.propagate_case`.
     chain : {"full", "per-slice"}
-        Gradient path through the propagation (module docstring).
+        Gradient path: each slice's soft mask feeds the next (a perturbation acts on every
+        later slice), or each frame is conditioned on the clean previous prediction
+        (MedSAM2's memory bank refuses it).
 
     Examples
     --------

@@ -1,10 +1,5 @@
-"""Robustness summary: Dice drop per structure and the "robust case" rule.
-
-Groups attack records by case and applies the rule defined once in
-:func:`napari_segeval.metrics.robust_threshold` and :func:`napari_segeval.metrics.is_robust`
-(Daza et al. 2021: attacked mean Dice strictly above ``factor`` times the task's mean
-clean Dice).
-"""
+"""Robustness summary: Dice drop per structure and Daza et al.'s (2021) "robust case" rule
+(defined once in :func:`napari_segeval.metrics.robust_threshold` and ``is_robust``)."""
 
 from __future__ import annotations
 
