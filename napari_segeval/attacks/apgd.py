@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from napari_segeval.attacks._problem import AttackOutput, Problem, ascent_, record_step
+from napari_segeval.attacks._problem import AttackOutput, Problem, ascent_
 
 RHO = 0.75
 ALPHA = 0.75
@@ -54,17 +54,16 @@ def apgd(problem: Problem) -> AttackOutput:
     import torch
 
     cfg = problem.cfg
-    history: list[dict] = []
     checkpoints = set(apgd_checkpoints(cfg.steps, cfg.schedule))
     n = problem.x.shape[0]
-    problem.start(history)
+    problem.start()
     for r in range(cfg.restarts):
         if not problem.begin_restart(r):
             break
         delta = problem.random_point() if cfg.random_start else torch.zeros_like(problem.x)
         eta = torch.full((n,), cfg.effective_step_size, device=problem.x.device)
         loss, grad, logits = problem.evaluate(delta, need_grad=True)
-        record_step(history, r, 0, loss, problem.track(delta, logits), step_size=eta)
+        problem.record(r, 0, loss, problem.track(delta, logits), step_size=eta)
         best_loss, best_delta, best_grad = loss.clone(), delta.clone(), grad.clone()
         prev = delta.clone()
         successes = torch.zeros(n, device=loss.device)
@@ -103,5 +102,5 @@ def apgd(problem: Problem) -> AttackOutput:
                 reduced_at_ck, best_at_ck = reduce, best_loss.clone()
                 successes.zero_()
                 last_ck = k + 1
-            record_step(history, r, k + 1, new_loss, dice, step_size=eta)
-    return problem.output(history)
+            problem.record(r, k + 1, new_loss, dice, step_size=eta)
+    return problem.output()

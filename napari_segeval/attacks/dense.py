@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_segeval.inference.resample import resample_back, resample_labels
+from napari_segeval.inference.sliding_window import gaussian_weights, window_grid
 from napari_segeval.io.case import Case
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,8 +32,6 @@ def _chunked_vjp(
     """Gradient of ``<g, sliding_window_logits(x)>`` w.r.t. ``x``, one window batch at a time."""
     import torch
     import torch.nn.functional as F
-
-    from napari_segeval.inference.sliding_window import gaussian_weights, window_grid
 
     patch = tuple(int(p) for p in model.patch_size)
     src = tuple(x.shape[2:])
@@ -161,8 +161,6 @@ class DenseTarget:
 
         if self.case.labels is None:
             return None
-        from napari_segeval.inference.resample import resample_labels
-
         lab = np.asarray(self.case.labels)
         if self.info.resample is not None:
             lab = resample_labels(lab, self.info.resample)
@@ -183,8 +181,6 @@ class DenseTarget:
         """
         d = delta.detach()[0].float().cpu().numpy()
         if self.info.resample is not None:
-            from napari_segeval.inference.resample import resample_back
-
             d = resample_back(d, self.info.resample, order=1, channel_axis=0)
         scale = np.asarray(self.channel_scales, np.float32).reshape(-1, *([1] * (d.ndim - 1)))
         d = (d * scale).astype(np.float32)

@@ -12,9 +12,10 @@ restarts start at radius ``eps / 2``. Differences from ROG: docs/protocols.md.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from napari_segeval.attacks._problem import AttackOutput, Problem, record_step
+from napari_segeval.attacks._problem import AttackOutput, Problem
 from napari_segeval.attacks.losses import case_dice
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,16 +64,11 @@ def project_to_hyperplane(
     return direction * torch.minimum(t[:, None], cap)
 
 
-class _Objective:
+def _gap(logits: torch.Tensor, label: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Case mean of ``z_target - z_label`` (FAB's decision function; 0 on the boundary)."""
-
-    def __init__(self, label: torch.Tensor, target: torch.Tensor) -> None:
-        self.label, self.target = label.unsqueeze(1), target.unsqueeze(1)
-
-    def __call__(self, logits: torch.Tensor) -> torch.Tensor:
-        z = logits.float()
-        gap = z.gather(1, self.target) - z.gather(1, self.label)
-        return gap.reshape(gap.shape[0], -1).mean(dim=1)
+    z = logits.float()
+    gap = z.gather(1, target.unsqueeze(1)) - z.gather(1, label.unsqueeze(1))
+    return gap.reshape(gap.shape[0], -1).mean(dim=1)
 
 
 def fab_evaluations(cfg: Any, num_classes: int | None) -> int:
@@ -117,7 +113,6 @@ def fab(problem: Problem) -> AttackOutput:
     import torch
 
     cfg, x = problem.cfg, problem.x
-    history: list[dict] = []
     n, eps = x.shape[0], float(cfg.eps)
     zero = torch.zeros_like(x)
     clean_loss, _, clean_logits = problem.evaluate(zero, need_grad=False)
@@ -133,7 +128,7 @@ def fab(problem: Problem) -> AttackOutput:
         )
     problem.total = fab_evaluations(cfg, n_classes)
     clean_dice = case_dice(clean_logits, problem.target)
-    record_step(history, -1, 0, clean_loss, clean_dice, point="clean")
+    problem.record(-1, 0, clean_loss, clean_dice, point="clean")
     if problem.threshold is not None:
         thr = torch.full_like(clean_dice, float(problem.threshold))
     else:
@@ -144,7 +139,7 @@ def fab(problem: Problem) -> AttackOutput:
     order = clean_logits.argsort(dim=1, descending=True)
     runs = 0
     for rank in range(2, ranks + 2):
-        objective = _Objective(problem.target, order[:, rank - 1])
+        objective = partial(_gap, label=problem.target, target=order[:, rank - 1])
         for r in range(cfg.restarts):
             todo = attack.clone()
             if problem.threshold is not None:  # ROG: only cases not yet broken within eps
@@ -165,13 +160,13 @@ def fab(problem: Problem) -> AttackOutput:
                 best[better] = delta[better]
                 best_norm = torch.where(better, norm, best_norm)
                 delta[broken] = delta[broken] * BETA  # back towards the clean input
-                record_step(history, r, it + 1, loss, dice, target_rank=rank, norm=norm)
+                problem.record(r, it + 1, loss, dice, target_rank=rank, norm=norm)
     ok = best_norm <= eps
     answer = torch.where(ok.reshape(-1, *[1] * (x.ndim - 1)), best, zero)
     problem.project_(answer)
     loss, _, logits = problem.evaluate(answer, need_grad=False)
     dice = case_dice(logits, problem.target)
-    record_step(history, -1, 1, loss, dice, point="answer")
+    problem.record(-1, 1, loss, dice, point="answer")
     problem.info.update(
         {
             "min_norm": best_norm.tolist(),
@@ -182,6 +177,5 @@ def fab(problem: Problem) -> AttackOutput:
             "runs": runs,
         }
     )
-    return AttackOutput(
-        answer, logits, dice, history, problem.n_forward, problem.n_backward, dict(problem.info)
-    )
+    counts = (problem.history, problem.n_forward, problem.n_backward, dict(problem.info))
+    return AttackOutput(answer, logits, dice, *counts)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from napari_segeval.attacks._problem import AttackOutput, Problem, ascent_, record_step
+from napari_segeval.attacks._problem import AttackOutput, Problem, ascent_
 
 
 def _schedule_factor(schedule: str, step: int, steps: int) -> float:
@@ -24,9 +24,8 @@ def _ascend(problem: Problem, restarts: int, steps: int, start: str | None, weig
     import torch
 
     cfg = problem.cfg
-    history: list[dict] = []
     every = cfg.select == "dice"
-    problem.start(history)
+    problem.start()
     for r in range(restarts):
         if r == 0 or every:
             if not problem.begin_restart(r):  # gating: no case left to attack
@@ -37,13 +36,13 @@ def _ascend(problem: Problem, restarts: int, steps: int, start: str | None, weig
         for t in range(steps):
             wstep = t if weighted else None
             loss, grad, logits = problem.evaluate(delta, need_grad=True, weighting_step=wstep)
-            record_step(history, r, t, loss, problem.track(delta, logits, loss, candidate=every))
+            problem.record(r, t, loss, problem.track(delta, logits, loss, candidate=every))
             step = cfg.effective_step_size * _schedule_factor(cfg.schedule, t, steps)
             with torch.no_grad():
                 problem.project_(ascent_(delta, grad, step, cfg.norm))
         loss, _, logits = problem.evaluate(delta, need_grad=False)
-        record_step(history, r, steps, loss, problem.track(delta, logits, loss))
-    return problem.output(history)
+        problem.record(r, steps, loss, problem.track(delta, logits, loss))
+    return problem.output()
 
 
 def fgsm(problem: Problem) -> AttackOutput:

@@ -10,6 +10,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval.io.case import Case
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_file import prompt_to_dict
+from napari_segeval.propagation import PropagationOptions, merge_structures, propagate_case
+from napari_segeval.propagation.images import as_frames, check_image_prompts, promptable_kind
+from napari_segeval.propagation.options import as_prompt_sets
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -22,13 +27,9 @@ def _record(p: Any) -> dict:
 
     Examples
     --------
-    >>> from napari_segeval.prompts.box import Box
     >>> _record(Box(1, 2, 3, 4, index=5, label=2))
     {'label': 2, 'index': 5, 'box': [1, 2, 3, 4]}
     """
-    from napari_segeval.prompts.box import Box
-    from napari_segeval.prompts.prompt_file import prompt_to_dict
-
     if isinstance(p, Box):
         return {"label": p.label, "index": p.index, "box": [p.y0, p.x0, p.y1, p.x1]}
     d = prompt_to_dict(p)
@@ -90,13 +91,6 @@ class PromptTarget:
     ) -> None:
         if chain not in ("full", "per-slice"):
             raise ValueError(f"chain must be 'full' or 'per-slice', got {chain!r}")
-        from napari_segeval.propagation.images import (
-            as_frames,
-            check_image_prompts,
-            promptable_kind,
-        )
-        from napari_segeval.propagation.options import as_prompt_sets
-
         if not prompts:
             raise ValueError("a promptable attack needs at least one box prompt")
         self.model, self.case = model, case
@@ -136,8 +130,6 @@ class PromptTarget:
                 self.priors = dict(self._propagate(self.x[0], grad=False).probabilities)
 
     def _propagate(self, frames: Any, grad: bool):
-        from napari_segeval.propagation import PropagationOptions, propagate_case
-
         options = PropagationOptions(
             mode=self.mode,
             keep_largest=self.keep_largest,
@@ -183,8 +175,6 @@ class PromptTarget:
         On the case's grid: ``(H, W)`` for a 2D image.
         """
         import torch
-
-        from napari_segeval.propagation import merge_structures
 
         with torch.no_grad():
             prob = torch.sigmoid(logits.detach()[0, 1:].float()).cpu().numpy()

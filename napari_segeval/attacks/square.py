@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from napari_segeval.attacks._problem import AttackOutput, Problem, record_step
+from napari_segeval.attacks._problem import AttackOutput, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -111,12 +111,11 @@ def square(problem: Problem) -> AttackOutput:
     import torch
 
     cfg = problem.cfg
-    history: list[dict] = []
     n = problem.x.shape[0]
     sizes = [problem.x.shape[a] for a in _spatial_axes(problem)]
     thr = problem.threshold
     queries = torch.zeros(n, dtype=torch.long)
-    problem.start(history)
+    problem.start()
     for r in range(cfg.restarts):
         if not problem.begin_restart(r):
             break
@@ -124,7 +123,7 @@ def square(problem: Problem) -> AttackOutput:
         delta = stripes(problem)
         loss, _, logits = problem.evaluate(delta, need_grad=False)
         dice = problem.track(delta, logits, loss, mask=~frozen.to(loss.device))
-        record_step(history, r, 0, loss, dice)
+        problem.record(r, 0, loss, dice)
         for q in range(cfg.steps):
             searching = ~frozen.to(dice.device)
             if thr is not None:
@@ -149,6 +148,6 @@ def square(problem: Problem) -> AttackOutput:
             loss = torch.where(accept, new_loss, loss)
             dice = torch.where(accept, new_dice, dice)
             queries += searching.cpu().long()
-            record_step(history, r, q + 1, new_loss, new_dice, accepted=accept, side=side)
+            problem.record(r, q + 1, new_loss, new_dice, accepted=accept, side=side)
     problem.info["queries"] = queries.tolist()
-    return problem.output(history)
+    return problem.output()
