@@ -1,7 +1,8 @@
-"""Train the built-in dense CT model on generated phantoms (seeds ``0 .. n_cases-1``; the
-shipped command: docs/model_cards.md). Patches are centred, with probability ``--fg-prob``, on
-a class drawn uniformly among those present; loss CE + 1 - mean foreground Dice; the learning
-rate warms up over 3 % of the time budget, then decays as a cosine.
+"""Train the built-in dense CT model on generated phantoms.
+
+Phantom seeds ``0 .. n_cases-1`` (the shipped command: docs/model_cards.md); patches centred,
+with probability ``--fg-prob``, on a class drawn uniformly among those present; loss CE + 1 -
+mean foreground Dice; the learning rate warms up over 3 % of the time budget, then a cosine.
 """
 
 from __future__ import annotations
@@ -14,18 +15,25 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from napari_segeval._atomic import atomic_path
-from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
+from napari_segeval.inference.intensity import (
+    IntensityStats,
+    clip_zscore,
+    foreground_intensity_stats,
+)
+from napari_segeval.inference.postprocess import min_volume_from_references
 from napari_segeval.inference.resample import resample_image, resample_labels
+from napari_segeval.models._checkpoint import load_state_strict, read_checkpoint
 from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS, BUILTIN_PLANS
+from napari_segeval.models.dense.unet import UNet3D, UNetConfig
+from napari_segeval.phantoms.ct import make_ct_case
 
 
 def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
     """Resampled, normalized training cases, intensity statistics, lesion thresholds."""
-    from napari_segeval.inference.intensity import IntensityStats
-    from napari_segeval.phantoms.ct import make_ct_case
-
     if cache is not None and cache.exists():
         z = np.load(cache, allow_pickle=False)
         if int(z["n"]) == n_cases and json.loads(str(z["spacing"])) == plans["spacing"]:
@@ -59,8 +67,6 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
 
 def lesion_thresholds(refs, plans: dict) -> dict[str, float]:
     """nnU-Net v1's rule on ``(labels, spacing)`` pairs: smallest largest-component volume."""
-    from napari_segeval.inference.postprocess import min_volume_from_references
-
     thr = min_volume_from_references(refs, plans["lesions"])
     return {str(k): round(v, 3) for k, v in thr.items()}
 
@@ -98,8 +104,6 @@ def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
 
 def patch_batch(rng, data: list, index: list, patch, batch: int, fg_prob: float) -> tuple:
     """``(B, 1, *patch)`` and ``(B, *patch)`` tensors of random cases' :func:`sample_patch`."""
-    import torch
-
     picks = rng.integers(len(data), size=batch)
     xs, ys = zip(
         *(sample_patch(rng, data[i][0], data[i][1], patch, index[i], fg_prob) for i in picks)
@@ -129,8 +133,6 @@ def ce_soft_dice(logits, target, num_classes, smooth=1e-5, weight=None, present_
     ``present_only``: ``1 - mean`` over the classes present (all when none is); else
     ``mean(1 - dice)`` over all (the 2D U-Net's recipe); they round differently: both kept.
     """
-    import torch.nn.functional as F
-
     ce = F.cross_entropy(logits, target, weight=weight)
     prob = logits.softmax(1)
     onehot = F.one_hot(target, num_classes).movedim(-1, 1).to(prob.dtype)
@@ -154,8 +156,6 @@ def segmentation_loss(logits, target, num_classes, weight=None):
 
 def save_checkpoint(net: Any, payload: dict, out: Path) -> None:
     """Write ``payload`` plus ``net``'s ``state_dict`` to ``out`` atomically (``torch.save``)."""
-    import torch
-
     state = {k: v.detach().clone() for k, v in net.state_dict().items()}
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out, overwrite=True) as tmp:
@@ -178,11 +178,6 @@ def train(
     patch_size: list[int] | None = None,
 ) -> dict:
     """Train for ``minutes`` and save the weights file to ``out``; returns the record."""
-    import torch
-
-    from napari_segeval.models._checkpoint import load_state_strict, read_checkpoint
-    from napari_segeval.models.dense.unet import UNet3D, UNetConfig
-
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -201,13 +196,8 @@ def train(
     cfg = UNetConfig(**plans["config"])
     net = UNet3D(cfg)
     if previous is not None and init is not None:
-        load_state_strict(
-            net,
-            previous.get("state_dict") if isinstance(previous, dict) else None,
-            init,
-            what,
-            "the built-in 3D U-Net",
-        )
+        state = previous.get("state_dict") if isinstance(previous, dict) else None
+        load_state_strict(net, state, init, what, "the built-in 3D U-Net")
     opt = torch.optim.AdamW(net.parameters(), lr=lr0, weight_decay=1e-5)
     budget = minutes * 60.0
     t1 = time.time()

@@ -1,7 +1,8 @@
-"""Train the built-in promptable model, a class-agnostic box-and-click segmenter (recipe and
-shipped command: docs/model_cards.md), until ``--iterations`` or ``--minutes``, on a cosine
-schedule fitted to whichever ends first. Stacks: :mod:`.prompt_sources`; episodes:
-:mod:`.prompt_examples`. Output: :func:`napari_segeval.models.builtin_prompt.save_weights`'s.
+"""Train the built-in promptable model: a class-agnostic box-and-click segmenter.
+
+Recipe and shipped command: docs/model_cards.md. Runs to ``--iterations`` or ``--minutes``,
+whichever ends first, on a cosine schedule fitted to it; stacks: :mod:`.prompt_sources`,
+episodes: :mod:`.prompt_examples`; output: :func:`~napari_segeval.models.builtin_prompt.save_weights`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import POINT_CHANNELS, PromptUNet, paste
-from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, save_weights
+from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, load_network, save_weights
 from napari_segeval.training.builtin_ct import optimizer_step
 from napari_segeval.training.prompt_examples import Episode, episode
 from napari_segeval.training.prompt_sources import Stack, phantom_stacks, scene_stack
@@ -136,8 +137,6 @@ def initial_network(args: argparse.Namespace) -> PromptUNet:
     net = PromptUNet(width=args.width, depth=args.depth, in_channels=POINT_CHANNELS)
     if args.init is None:
         return net
-    from napari_segeval.models.builtin_prompt import load_network
-
     old, config = load_network(args.init)
     if (int(config["width"]), int(config["depth"])) != (args.width, args.depth):
         raise SystemExit(

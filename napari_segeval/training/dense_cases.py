@@ -16,9 +16,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
+from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
+from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
+from napari_segeval.models.dense import BUILTIN_PLANS
+from napari_segeval.models.dense.unet import UNet3D, UNetConfig
+from napari_segeval.models.dense.unet2d import TorchThreads
+from napari_segeval.training.builtin_ct import (
+    class_index,
+    lr_at,
+    optimizer_step,
+    patch_batch,
+    save_checkpoint,
+    segmentation_loss,
+)
+from napari_segeval.training.duo import NOISE_START, duo_loss, noise_head
 
 OPTIMIZERS = ("sgd-poly", "adamw-cosine")
 LOSSES = ("ce-dice", "duo")
@@ -58,12 +73,8 @@ def _step_loss(
     net: Any, noise: Any, x: Any, y: Any, num_classes: int, config: DenseTrainConfig, step: int
 ) -> Any:
     """The batch loss: cross-entropy + soft Dice, or DUO (with the noise head)."""
-    from napari_segeval.training.builtin_ct import segmentation_loss
-
     if noise is None:
         return segmentation_loss(net(x), y, num_classes)
-    from napari_segeval.training.duo import NOISE_START, duo_loss
-
     h = net.features(x)
     return duo_loss(
         net.head(h),
@@ -88,9 +99,6 @@ def prepare_cases(
     >>> spacing, cases[0][0].shape, cases[1][0].shape
     ((3.0, 1.0, 1.0), (3, 8, 8), (5, 8, 8))
     """
-    from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
-    from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
-
     target = median_spacing(spacings)
     stats = foreground_intensity_stats(zip(images, labels), source=f"{len(images)} training cases")
     out = []
@@ -120,19 +128,6 @@ def train_dense_cases(
     ``structures`` and ``modality`` go into the plans, ``case_ids`` into the record;
     ``progress(step, iterations)`` is called every 10 steps and at the end.
     """
-    import torch
-
-    from napari_segeval.models.dense._plans import BUILTIN_PLANS
-    from napari_segeval.models.dense.unet import UNet3D, UNetConfig
-    from napari_segeval.models.dense.unet2d import TorchThreads
-    from napari_segeval.training.builtin_ct import (
-        class_index,
-        lr_at,
-        optimizer_step,
-        patch_batch,
-        save_checkpoint,
-    )
-
     config = config or DenseTrainConfig()
     if config.optimizer not in OPTIMIZERS:
         raise SegEvalError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
@@ -158,8 +153,6 @@ def train_dense_cases(
         net = UNet3D(cfg)
         noise = None
         if config.loss == "duo":
-            from napari_segeval.training.duo import noise_head
-
             noise = noise_head(int(config.base_channels), cfg.num_classes)
         params = [*net.parameters(), *(noise.parameters() if noise else [])]
         sgd = config.optimizer == "sgd-poly"

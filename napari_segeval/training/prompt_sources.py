@@ -11,6 +11,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from napari_segeval.phantoms.ct import make_ct_case
+from napari_segeval.phantoms.echo import make_echo_clip
+from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
 from napari_segeval.training import appearance, shapes
 
 #: In-plane sizes of generated stacks (their objects scale with them only in part).
@@ -54,10 +57,6 @@ def scene_stack(
 
 def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]:
     """CT, echo and 2D colour phantoms of seeds ``0 .. n-1`` (all below 1000)."""
-    from napari_segeval.phantoms.ct import make_ct_case
-    from napari_segeval.phantoms.echo import make_echo_clip
-    from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
-
     out = []
     for seed in range(n_ct):
         shape = CT_SHAPES[seed % len(CT_SHAPES)]

@@ -2,7 +2,7 @@
 
 Images are resized to the recipe's size (labels nearest) and normalized per channel
 with the training images' statistics; random flips, cross-entropy + soft Dice, AdamW
-with cosine decay, deterministic given the seed. torch is imported inside functions.
+with cosine decay, deterministic given the seed.
 """
 
 from __future__ import annotations
@@ -11,8 +11,11 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from napari_segeval._errors import InvalidImageError, SegEvalError
+from napari_segeval.models._device import pick_device
 from napari_segeval.models.dense.unet2d import (
     TorchThreads,
     TrainConfig2D,
@@ -21,6 +24,7 @@ from napari_segeval.models.dense.unet2d import (
     build_network,
     resize2d,
 )
+from napari_segeval.training.builtin_ct import ce_soft_dice, optimizer_step
 
 
 def train_unet2d(
@@ -36,12 +40,6 @@ def train_unet2d(
     """Train a 2D U-Net on ``(H, W)`` grey or ``(H, W, 3)`` images (sizes may differ) and
     their label maps (ids ``0 .. num_classes-1``), recording ``case_ids`` and ``structures``.
     ``device=None`` or ``"auto"``: the best available."""
-    import torch
-    import torch.nn.functional as F
-
-    from napari_segeval.models._device import pick_device
-    from napari_segeval.training.builtin_ct import ce_soft_dice, optimizer_step
-
     cfg = config or TrainConfig2D()
     if not images or len(images) != len(labels):
         raise SegEvalError(
