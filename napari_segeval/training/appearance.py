@@ -12,6 +12,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from napari_segeval.models._prompt_walks import bbox
+
 TRAIN_APPEARANCE = {
     "lut": ("gamma", "monotone", "nonmonotone", "inverted"),
     "noise": ("gaussian", "rician", "speckle"),
@@ -22,6 +24,8 @@ HELDOUT_APPEARANCE = {
     "noise": ("poisson", "impulse"),
     "texture": ("stripes",),
 }
+#: Width in pixels of the bands :func:`band_contrast` compares.
+BAND = 2
 #: Imaging styles that bias the draws of :func:`restyle`.
 STYLES = ("ct", "mr", "us", "rgb", "generic")
 
@@ -63,37 +67,25 @@ def class_means(rng: np.random.Generator, n_classes: int, rgb: bool = False) -> 
     return rng.uniform(0, 1, n_classes)
 
 
-def _bands(target: torch.Tensor, width: int):
-    """Bounding slices of ``target`` and its bands just inside and just outside."""
-    nz = target.any(dim=0).nonzero()
-    if nz.shape[0] == 0:
-        return None
-    (y0, x0), (y1, x1) = nz.min(0).values.tolist(), nz.max(0).values.tolist()
-    box = (
-        slice(None),
-        slice(max(0, y0 - width - 1), y1 + width + 2),
-        slice(max(0, x0 - width - 1), x1 + width + 2),
-    )
-    t = target[box].float()[:, None]
-    k = 2 * width + 1
-    grown = F.max_pool2d(t, k, 1, width)[:, 0] > 0.5
-    shrunk = -F.max_pool2d(-t, k, 1, width)[:, 0] > 0.5
+def band_contrast(
+    classes: torch.Tensor, target: torch.Tensor, means: np.ndarray | None = None
+) -> float:
+    """Mean intensity in the band :data:`BAND` pixels wide just inside ``target`` minus just
+    outside it (1.0 if a band is empty), of the class map ``classes`` rendered with ``means``, or
+    of the image ``classes`` (``means=None``)."""
+    b = bbox(target.any(dim=0))
+    if b is None:
+        return 1.0
+    y0, x0, y1, x1 = b
+    p = BAND + 1  # the bands' reach and one pixel more
+    box = (slice(None), slice(max(0, y0 - p), y1 + p), slice(max(0, x0 - p), x1 + p))
     tb = target[box]
+    t = tb.float()[:, None]
+    grown = F.max_pool2d(t, 2 * BAND + 1, 1, BAND)[:, 0] > 0.5
+    shrunk = -F.max_pool2d(-t, 2 * BAND + 1, 1, BAND)[:, 0] > 0.5
     inner, outer = tb & ~shrunk, grown & ~tb
     if not inner.any() or not outer.any():
-        return None
-    return box, inner, outer
-
-
-def band_contrast(
-    classes: torch.Tensor, target: torch.Tensor, means: np.ndarray | None = None, width: int = 2
-) -> float:
-    """Mean intensity just inside ``target`` minus just outside it (1.0 if a band is empty), of
-    the class map ``classes`` rendered with ``means``, or of the image ``classes`` (``None``)."""
-    bands = _bands(target, width)
-    if bands is None:
         return 1.0
-    box, inner, outer = bands
     if means is None:
         img = classes[box].float()
     else:

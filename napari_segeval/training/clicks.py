@@ -12,10 +12,10 @@ from napari_segeval.prompts.correction import corrects_misses, error_regions, in
 
 
 def interior_point(
-    region: np.ndarray, rng: np.random.Generator | None = None, depth: float = 0.5
+    region: np.ndarray, rng: np.random.Generator | None = None
 ) -> tuple[int, int] | None:
-    """The evaluation's most interior pixel (``rng=None``), else a random pixel at least
-    ``depth`` times the largest distance from the boundary; ``None`` for an empty region."""
+    """The evaluation's most interior pixel (``rng=None``), else a random pixel at least half
+    the largest distance from the boundary; ``None`` for an empty region."""
     region = np.asarray(region, bool)
     if not region.any():
         return None
@@ -23,7 +23,7 @@ def interior_point(
         y, x, _ = interior_pixel(region)
         return y, x
     dist = ndimage.distance_transform_edt(np.pad(region, 1))[1:-1, 1:-1]  # the border is outside
-    ys, xs = np.nonzero(dist >= max(depth * float(dist.max()), min(1.0, float(dist.max()))))
+    ys, xs = np.nonzero(dist >= max(0.5 * float(dist.max()), min(1.0, float(dist.max()))))
     k = int(rng.integers(ys.size))
     return int(ys[k]), int(xs[k])
 

@@ -14,13 +14,13 @@ import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import (
     CLICK_SIDE,
-    CONTEXT,
     click_maps,
     crop,
     refine_window,
     window_from_bbox,
     window_from_points,
 )
+from napari_segeval.models._prompt_walks import bbox
 from napari_segeval.training.appearance import blur, smooth_noise
 from napari_segeval.training.clicks import corrective_click, interior_point
 from napari_segeval.training.prompt_sources import Stack, frames
@@ -40,15 +40,6 @@ CLICKS = {
     "mask": (0.0, 0.45, 0.3, 0.25),
     "fix": (0.0, 0.45, 0.3, 0.25),
 }
-
-
-def bbox(mask: torch.Tensor) -> tuple[int, int, int, int] | None:
-    """``(y0, x0, y1, x1)`` (exclusive ends) of a 2D mask, or ``None`` if empty."""
-    nz = mask.nonzero()
-    if nz.shape[0] == 0:
-        return None
-    lo, hi = nz.min(0).values.tolist(), nz.max(0).values.tolist()
-    return lo[0], lo[1], hi[0] + 1, hi[1] + 1
 
 
 def _tight(mask: torch.Tensor) -> tuple[int, int, int, int]:
@@ -165,7 +156,7 @@ class Episode:
 
 
 def _start_window(ep_box, rng):
-    return _jitter_window(window_from_bbox(*ep_box, context=CONTEXT), rng)
+    return _jitter_window(window_from_bbox(*ep_box), rng)
 
 
 def episode(

@@ -40,13 +40,11 @@ class Stack:
                 self.present[int(k)] = np.nonzero((lab == k).any(axis=(1, 2)))[0]
 
 
-def scene_stack(
-    rng: np.random.Generator, families=shapes.TRAIN_SHAPES, depth: tuple[int, int] = (12, 40)
-) -> Stack:
+def scene_stack(rng: np.random.Generator, depth: tuple[int, int] = (12, 40)) -> Stack:
     """A generated scene as a stack (``depth`` slices, one of :data:`SCENE_SIZES` in-plane)."""
     side = int(rng.choice(SCENE_SIZES))
     nz = int(rng.integers(depth[0], depth[1] + 1))
-    s = shapes.make_scene(rng, (nz, side, side), families)
+    s = shapes.make_scene(rng, (nz, side, side))
     return Stack(
         "scene",
         torch.from_numpy(s.labels),

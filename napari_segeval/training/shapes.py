@@ -30,13 +30,6 @@ class Scene:
     families: tuple[str, ...]
 
 
-def _grid(lo: Sequence[int], hi: Sequence[int]) -> tuple[np.ndarray, ...]:
-    return tuple(
-        np.arange(a, b, dtype=np.float32).reshape([-1 if i == k else 1 for i in range(3)])
-        for k, (a, b) in enumerate(zip(lo, hi))
-    )
-
-
 def _params(rng: np.random.Generator, shape: Sequence[int], radius: float | None) -> dict:
     """Size, position and the slice-to-slice motion of one object."""
     nz, h, w = shape
@@ -185,7 +178,7 @@ def draw_object(
     out = np.zeros(shape, bool)
     if min(b - a for a, b in zip(lo, hi)) < 1:
         return out
-    grids = _grid(lo, hi)
+    grids = tuple(g.astype(np.float32) for g in np.ogrid[tuple(map(slice, lo, hi))])
     if family == "thin":
         inside = _thin(rng, p, grids, shape)
     else:
