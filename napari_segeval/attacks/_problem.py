@@ -1,7 +1,6 @@
 """The state every attack loop shares (:class:`Problem`): the ball, random starts, counted
 evaluations (progress, cancel) and the iterate kept per case; with ``robust_threshold`` the clean
-input is evaluated first (``restart=-1``) and restarts run only for cases still above it.
-"""
+input is evaluated first (``restart=-1``) and restarts run only for cases still above it."""
 
 from __future__ import annotations
 

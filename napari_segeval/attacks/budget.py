@@ -1,7 +1,6 @@
-"""Attack budgets: epsilon in the model's normalized units, and in raw units (HU, grey levels)
-for people, assuming a linear normalization over the clean range (one normalized unit is a
-z-scored model's foreground std, a windowed model's window width); ``8/255`` does not transfer.
-"""
+"""Attack budgets: epsilon in the model's normalized units, and in raw units (HU, grey levels) for
+people, assuming a linear normalization over the clean range (one normalized unit is a z-scored
+model's foreground std, a windowed model's window width); ``8/255`` does not transfer."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""Attack target for dense models: the whole volume's normalized input ``(1, C, *grid)`` through
-the Gaussian sliding window, every channel inside one ball. ``gradient="chunked"`` gives
-``"whole"``'s gradient exactly with memory bounded by one window batch, recomputing each batch
-with a graph and back-propagating ``grad * gaussian / sum_of_weights`` (one extra forward).
-"""
+"""Attack target for dense models: the whole volume's normalized input ``(1, C, *grid)`` through the
+Gaussian sliding window, every channel inside one ball. ``gradient="chunked"`` gives ``"whole"``'s
+gradient exactly with memory bounded by one window batch, recomputing each batch with a graph and
+back-propagating ``grad * gaussian / sum_of_weights`` (one extra forward)."""
 
 from __future__ import annotations
 

@@ -34,10 +34,9 @@ def project_to_hyperplane(
 ) -> torch.Tensor:
     """Smallest L-inf ``d`` per row with ``<w, d> = r``, ``-room_down <= d <= room_up``.
 
-    Rows are cases ``(N, M)``; ``r`` is ``(N,)``. With no room given the box is
-    unbounded and ``d = sign(r w) |r| / ||w||_1``. When the box cannot reach the
-    hyperplane, every coordinate moves as far as it can towards it. Coordinates
-    with ``w = 0`` do not move.
+    Rows are cases ``(N, M)``; ``r`` is ``(N,)``. With no room given the box is unbounded and
+    ``d = sign(r w) |r| / ||w||_1``. When the box cannot reach the hyperplane, every coordinate
+    moves as far as it can towards it. Coordinates with ``w = 0`` do not move.
     """
     import torch
 

@@ -1,7 +1,7 @@
-"""FGSM, PGD (Madry et al. 2018: ``delta <- P(delta + step * sign(grad))``, a unit L2 direction
-for L2) and noise baselines. ROG's ``attack_pgd`` is ``AttackConfig("pgd", step_size=eps/3,
-select="loss")``; the differences from it are in docs/protocols.md (``msd-robust`` preset rog).
-"""
+"""FGSM, PGD (Madry et al. 2018: ``delta <- P(delta + step * sign(grad))``, a unit L2 direction for
+L2) and noise baselines. ROG's ``attack_pgd`` is
+``AttackConfig("pgd", step_size=eps/3, select="loss")``; the differences from it are in
+docs/protocols.md (``msd-robust`` preset rog)."""
 
 from __future__ import annotations
 
@@ -53,11 +53,10 @@ def fgsm(problem: Problem) -> AttackOutput:
 def pgd(problem: Problem) -> AttackOutput:
     """Projected gradient ascent with random start, step schedule and restarts.
 
-    ``select="loss"``: only the final iterate of each restart is a candidate and
-    the one with the highest loss is kept (ROG's ``attack_pgd``); with a
-    ``robust_threshold`` only the clean input gates (a case not robust there is
-    not attacked) and every restart runs, as in ROG, since a later restart may
-    replace a breaking iterate by a higher-loss one.
+    ``select="loss"``: only the final iterate of each restart is a candidate and the one with the
+    highest loss is kept (ROG's ``attack_pgd``); with a ``robust_threshold`` only the clean input
+    gates (a case not robust there is not attacked) and every restart runs, as in ROG, since a later
+    restart may replace a breaking iterate by a higher-loss one.
     """
     cfg = problem.cfg
     start = "uniform" if cfg.random_start else None

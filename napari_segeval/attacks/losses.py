@@ -1,7 +1,6 @@
 """Per-case attack losses ``(N,)`` (per-voxel losses averaged per case, so each case gets its own
 gradient) on logits ``(N, C, *spatial)``, voxel weights of SegPGD (Gu et al. 2022) and CosPGD
-(Agnihotri et al. 2024), and the Dice that picks iterates. torch is imported inside.
-"""
+(Agnihotri et al. 2024), and the Dice that picks iterates. torch is imported inside."""
 
 from __future__ import annotations
 

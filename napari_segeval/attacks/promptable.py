@@ -1,7 +1,6 @@
 """Attack target for promptable propagation: the normalized frames, prompts fixed. Structure
-probabilities ``p_k`` become logits ``(1, K + 1, n, H, W)``, 0 for background and ``logit(p_k)``,
-so one structure's softmax is ``(1 - p, p)``; class ``i`` is the ``i``-th prompted label id.
-"""
+probabilities ``p_k`` become logits ``(1, K + 1, n, H, W)``, 0 for background and ``logit(p_k)``, so
+one structure's softmax is ``(1 - p, p)``; class ``i`` is the ``i``-th prompted label id."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The attack registry :data:`ATTACKS`: every attack by name, with its loop, cost and options
-(checked by :class:`~.config.AttackConfig`, dispatched by :func:`~.core.run_attack`); no torch.
-"""
+(checked by :class:`~.config.AttackConfig`, dispatched by :func:`~.core.run_attack`); no torch."""
 
 from __future__ import annotations
 

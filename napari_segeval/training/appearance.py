@@ -1,8 +1,7 @@
 """Randomised appearance of a stack ``(S, H, W)``, every slice sharing the draws: :func:`render`
-(class maps to images, no fixed intensity, contrast sign or texture) and :func:`restyle` (CT-,
-MR-, ultrasound- or colour-like mappings, bias, blur, noise, windows). :data:`HELDOUT_APPEARANCE`
-is never drawn in training.
-"""
+(class maps to images, no fixed intensity, contrast sign or texture) and :func:`restyle` (CT-, MR-,
+ultrasound- or colour-like mappings, bias, blur, noise, windows). :data:`HELDOUT_APPEARANCE` is
+never drawn in training."""
 
 from __future__ import annotations
 

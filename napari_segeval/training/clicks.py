@@ -1,7 +1,6 @@
 """Simulated corrective clicks ``(y, x)`` at pixel centres: the evaluation's rule
-(:func:`napari_segeval.prompts.correction.interior_pixel`), or, in training, a random deep
-pixel and sometimes the smaller error region, so that clicks are not always central.
-"""
+(:func:`napari_segeval.prompts.correction.interior_pixel`), or, in training, a random deep pixel and
+sometimes the smaller error region, so that clicks are not always central."""
 
 from __future__ import annotations
 

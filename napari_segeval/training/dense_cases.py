@@ -1,9 +1,8 @@
 """Train the built-in 3D U-Net on a data set's own cases for a fixed number of steps (the
 ``uncertainty`` protocol's ``li2026`` trainer): :mod:`.builtin_ct`'s sampler and loss, cases
-resampled to their median spacing with nnU-Net's CT normalization; ``"sgd-poly"`` is nnU-Net's
-SGD (momentum 0.99, Nesterov, ``lr0 (1 - t/T)**0.9``), ``"adamw-cosine"`` :mod:`.builtin_ct`'s
-schedule, ``loss="duo"`` :mod:`.duo`. A fixed step count lets a seed fix the run.
-"""
+resampled to their median spacing with nnU-Net's CT normalization; ``"sgd-poly"`` is nnU-Net's SGD
+(momentum 0.99, Nesterov, ``lr0 (1 - t/T)**0.9``), ``"adamw-cosine"`` :mod:`.builtin_ct`'s schedule,
+``loss="duo"`` :mod:`.duo`. A fixed step count lets a seed fix the run."""
 
 from __future__ import annotations
 

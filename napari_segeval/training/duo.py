@@ -1,7 +1,7 @@
 """DUO (Li et al., CVPR 2026) as the authors' ``dynamic_uncertainty_aware_loss``
-(github.com/Lry777/CVPR_AUV): per patch and foreground class, the base loss over ``1 + alpha
-S[b, c]``, targets denoised by a noise head; our choices where their code is silent are the
-constants below (docs/protocols.md, ``li2026``). torch is imported inside the functions.
+(github.com/Lry777/CVPR_AUV): per patch and foreground class, the base loss over
+``1 + alpha S[b, c]``, targets denoised by a noise head; our choices where their code is silent
+are the constants below (docs/protocols.md, ``li2026``). torch is imported inside the functions.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Held-out volumes (shapes, appearances, seeds >= :data:`HELDOUT_SEED_BASE`) the built-in
 promptable model never trained on, for ``benchmarks/bench_builtin_prompt.py``. Class means are
-redrawn until each object's bands differ by :data:`MIN_CONTRAST`, the appearance (<= 10 times)
-until the image's do by :data:`FINAL_CONTRAST`; an object still unseen leaves the labels.
-"""
+redrawn until each object's bands differ by :data:`MIN_CONTRAST`, the appearance (<= 10 times) until
+the image's do by :data:`FINAL_CONTRAST`; an object still unseen leaves the labels."""
 
 from __future__ import annotations
 

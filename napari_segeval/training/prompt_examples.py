@@ -1,8 +1,7 @@
 """Training episodes of the built-in promptable model (RITM's recipe; docs/model_cards.md): one
 frame of one object, a start (:data:`STARTS`; ``propbox``, a box met mid-walk, is a pass that
 inference no longer makes but the shipped weights were trained with), then corrective clicks
-(:mod:`.clicks`) on the frame's own output, passes as :mod:`napari_segeval.models._prompt_walks`.
-"""
+(:mod:`.clicks`) on the frame's own output, passes as :mod:`napari_segeval.models._prompt_walks`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Training stacks of the built-in promptable model and the frames it sees of them: ``scene``
-(:mod:`.shapes`, rendered afresh each time), ``ct`` (phantoms under a random window), ``us``
-(echo clips) and ``rgb`` (colour phantoms turned grey); :func:`frames` also pastes objects.
-"""
+(:mod:`.shapes`, rendered afresh each time), ``ct`` (phantoms under a random window), ``us`` (echo
+clips) and ``rgb`` (colour phantoms turned grey); :func:`frames` also pastes objects."""
 
 from __future__ import annotations
 
