@@ -179,9 +179,8 @@ class AttackNotApplicable(SegEvalError, ValueError):
 def not_applicable(config: AttackConfig, num_classes: int) -> str | None:
     """Why ``config`` cannot attack a model with ``num_classes`` classes, or None.
 
-    The DLR margin needs the third-largest logit, so APGD-DLR (and any DLR loss)
-    needs at least 3 classes (background included); ROG runs APGD-DLR only on
-    tasks with more than 2 classes.
+    The DLR margin needs the third-largest logit, so APGD-DLR (and any DLR loss) needs at least 3
+    classes (background included); ROG runs APGD-DLR only on tasks with more than 2 classes.
 
     Examples
     --------

@@ -29,8 +29,7 @@ def robustness_summary(
     ----------
     records : iterable of dict
         ``{case, condition, label, clean, attacked}`` rows (e.g. from
-        :meth:`~napari_segeval.attacks.run.AttackResult.dice_records`), all from
-        one task.
+        :meth:`~napari_segeval.attacks.run.AttackResult.dice_records`), all from one task.
     factor : float
         Fraction of the mean clean Dice an attacked case must keep.
     threshold : float, optional
@@ -39,9 +38,8 @@ def robustness_summary(
     Returns
     -------
     dict
-        ``threshold``, ``factor``, ``cases`` (rows with ``mean_clean``,
-        ``mean_attacked``, ``drop`` per label, ``robust``) and ``robust_fraction``
-        per condition.
+        ``threshold``, ``factor``, ``cases`` (rows with ``mean_clean``, ``mean_attacked``, ``drop``
+        per label, ``robust``) and ``robust_fraction`` per condition.
     """
     records = list(records)
     thr = task_threshold(records, factor) if threshold is None else float(threshold)
