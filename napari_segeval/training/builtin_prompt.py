@@ -82,28 +82,17 @@ def make_pool(args: argparse.Namespace, rng: np.random.Generator, log=print) -> 
     )
 
 
-def _outputs(net: torch.nn.Module, eps: list[Episode], size: int) -> list[torch.Tensor]:
-    """Each episode's current pass, run by ``net``, pasted back to its frame."""
-    x = torch.stack([e.inputs(size) for e in eps])
-    prob = torch.sigmoid(net(x))
-    out = []
-    for e, p in zip(eps, prob):
-        win = torch.tensor([e.window], dtype=torch.float32)
-        out.append(paste(p[None], win, *e.target.shape)[0, 0])
-    return out
-
-
 def simulate(net: torch.nn.Module, eps: list[Episode], size: int, rng: np.random.Generator) -> None:
-    """Run every episode's passes but the last (no gradients, inference mode)."""
+    """Run every episode's passes but the last (no gradients, inference mode), each output
+    pasted back to its frame for the next click."""
     was_training = net.training
     net.eval()
     with torch.no_grad():
-        while True:
-            todo = [e for e in eps if e.passes > 1]
-            if not todo:
-                break
-            for e, prob in zip(todo, _outputs(net, todo, size)):
-                e.add_click(prob, rng)
+        while todo := [e for e in eps if e.passes > 1]:
+            prob = torch.sigmoid(net(torch.stack([e.inputs(size) for e in todo])))
+            for e, p in zip(todo, prob):
+                win = torch.tensor([e.window], dtype=torch.float32)
+                e.add_click(paste(p[None], win, *e.target.shape)[0, 0], rng)
                 e.passes -= 1
     net.train(was_training)
 
