@@ -138,9 +138,8 @@ class DenseTarget:
         #: the first channel's (a Budget has one number; see channel_scales)
         self.raw_per_normalized_unit = self.channel_scales[0]
         self.num_classes = int(model.num_classes)
-        names = dict(model.structures)
-        names.update({k: v for k, v in case.structures.items() if k in names})
-        self.structures = names
+        #: the model's structures, named as the case names them
+        self.structures = {k: case.structures.get(k, v) for k, v in model.structures.items()}
         self._fn = _chunked_function() if gradient == "chunked" else None
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:

@@ -111,8 +111,7 @@ class PromptTarget:
         self.x = frames[None].float().to(model.device)
         #: image channels of ``x`` (RGB frames ``(1, n, H, W, C)``), None for grey frames
         self.channel_axis = self.x.ndim - 1 if self.x.ndim == 5 else None
-        info = model.normalize_info(case.modality, window, case.image)
-        self.norm_info = info
+        self.norm_info = info = model.normalize_info(case.modality, window, case.image)
         self.valid_range = (float(info.valid_min), float(info.valid_max))
         #: every channel (RGB included) shares ``valid_range``: no per-channel ranges
         self.channel_valid_ranges: tuple[tuple[float, float], ...] = ()

@@ -93,14 +93,12 @@ def _window_(delta: torch.Tensor, case: int, problem: Problem, side: int) -> Non
     value_shape = []
     for a in range(1, x.ndim):
         n = x.shape[a]
+        value_shape.append(n if a == ch else 1)
         if a == ch:
             index.append(slice(None))
-            value_shape.append(n)
-            continue
-        s = min(side, n)
-        start = int(torch.randint(0, n - s + 1, (1,), generator=gen))
-        index.append(slice(start, start + s))
-        value_shape.append(1)
+        else:
+            start = int(torch.randint(0, n - min(side, n) + 1, (1,), generator=gen))
+            index.append(slice(start, start + min(side, n)))
     n_signs = x.shape[ch] if ch is not None else 1
     value = _signs([n_signs], gen).reshape(value_shape) * problem.cfg.eps
     delta[tuple(index)] = value.to(delta.device, delta.dtype)
