@@ -3,6 +3,7 @@ why an attack cannot run on a model (:func:`not_applicable`)."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -27,11 +28,6 @@ def _clamp_ranges(clamp: Any) -> tuple:
         if pair[0] > pair[1]:
             raise ValueError(f"clamp range {pair} is empty")
     return tuple(pairs) if per_channel else pairs[0]
-
-
-def _jsonable(clamp: Any) -> list | None:
-    """The clamp as nested lists."""
-    return None if clamp is None else [_jsonable(c) if isinstance(c, tuple) else c for c in clamp]
 
 
 @dataclass
@@ -167,7 +163,7 @@ class AttackConfig:
         """Plain dict, with the effective step size."""
         return {
             **asdict(self),
-            "clamp": _jsonable(self.clamp),
+            "clamp": json.loads(json.dumps(self.clamp)),  # nested lists
             "step_size": self.effective_step_size,
         }
 

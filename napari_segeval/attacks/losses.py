@@ -15,8 +15,11 @@ FORWARD_ONLY_LOSSES = ("hard-dice",)
 WEIGHTINGS = (None, "segpgd", "cospgd")
 
 
-def _case_mean(values: torch.Tensor) -> torch.Tensor:
-    return values.reshape(values.shape[0], -1).mean(dim=1)
+def _case_mean(per_voxel: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    """Per-case mean of per-voxel values, weighted when ``weights`` is given."""
+    if weights is not None:
+        per_voxel = per_voxel * weights
+    return per_voxel.reshape(per_voxel.shape[0], -1).mean(dim=1)
 
 
 def cross_entropy(
@@ -25,10 +28,7 @@ def cross_entropy(
     """Per-case mean of the (weighted) per-voxel cross-entropy."""
     import torch.nn.functional as F
 
-    per_voxel = F.cross_entropy(logits.float(), target, reduction="none")
-    if weights is not None:
-        per_voxel = per_voxel * weights
-    return _case_mean(per_voxel)
+    return _case_mean(F.cross_entropy(logits.float(), target, reduction="none"), weights)
 
 
 def soft_dice_loss(
@@ -68,10 +68,7 @@ def dlr_loss(
     z_y = z.gather(1, target.unsqueeze(1)).squeeze(1)
     top_is_y = z.argmax(dim=1) == target
     other = torch.where(top_is_y, srt[:, -2], srt[:, -1])
-    per_voxel = -(z_y - other) / (srt[:, -1] - srt[:, -3] + 1e-12)
-    if weights is not None:
-        per_voxel = per_voxel * weights
-    return _case_mean(per_voxel)
+    return _case_mean(-(z_y - other) / (srt[:, -1] - srt[:, -3] + 1e-12), weights)
 
 
 def hard_dice_loss(
