@@ -270,16 +270,9 @@ def main(argv=None) -> int:
         ("--patch", "patch_size", int, None),
     ):
         nargs = "+" if flag == "--class-weights" else (3 if flag == "--patch" else None)
-        metavar = flag[2:].upper().replace("-", "_")  # the flag's, as before ``dest``
-        p.add_argument(
-            flag,
-            dest=dest,
-            type=kind,
-            default=default,
-            nargs=nargs,
-            help=HELP.get(flag),
-            metavar=metavar,
-        )
+        kw: dict[str, Any] = dict(dest=dest, type=kind, default=default, nargs=nargs)
+        metavar = flag[2:].upper().replace("-", "_")  # the flag's, not ``dest``
+        p.add_argument(flag, help=HELP.get(flag), metavar=metavar, **kw)
     train(**vars(p.parse_args(argv)))
     return 0
 
