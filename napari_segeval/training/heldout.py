@@ -72,15 +72,10 @@ def _volume(seed: int, shape, families, looks: dict) -> tuple[np.ndarray, np.nda
 
 def _visible_means(rng, classes: torch.Tensor, labels: torch.Tensor, n: int) -> np.ndarray:
     best, best_score = None, -1.0
+    masks = [labels == k for k in range(1, int(labels.max()) + 1)]
     for _ in range(50):
         means = appearance.class_means(rng, n)
-        score = min(
-            (
-                abs(appearance.band_contrast(classes, labels == k, means))
-                for k in range(1, int(labels.max()) + 1)
-            ),
-            default=1.0,
-        )
+        score = min((abs(appearance.band_contrast(classes, m, means)) for m in masks), default=1.0)
         if score >= MIN_CONTRAST:
             return means
         if score > best_score:
