@@ -104,11 +104,8 @@ def painted(mask: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
 def _jitter_window(win, rng: np.random.Generator):
     cy, cx, half = win
     half *= float(rng.uniform(0.85, 1.2))
-    return (
-        cy + float(rng.uniform(-0.1, 0.1)) * half,
-        cx + float(rng.uniform(-0.1, 0.1)) * half,
-        half,
-    )
+    dy, dx = float(rng.uniform(-0.1, 0.1)), float(rng.uniform(-0.1, 0.1))
+    return cy + dy * half, cx + dx * half, half
 
 
 @dataclass
