@@ -83,12 +83,11 @@ def apgd(problem: Problem) -> AttackOutput:
             dice = problem.track(delta, logits)
             successes += (new_loss > loss).float()
             loss = new_loss
-            if not last:
-                grad = new_grad
             improved = loss > best_loss
             best_loss = torch.where(improved, loss, best_loss)
             best_delta[improved] = delta[improved]
-            if not last:
+            if not last:  # the last evaluation computes no gradient
+                grad = new_grad
                 best_grad[improved] = grad[improved]
             if k + 1 in checkpoints:
                 cond1 = successes < RHO * (k + 1 - last_ck)
