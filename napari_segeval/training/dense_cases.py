@@ -187,21 +187,19 @@ def train_dense_cases(
             f"{config.duo_alpha:g} S), targets denoised by a noise head"
         ),
     }
-    plans = json.loads(json.dumps(BUILTIN_PLANS))
-    plans.update(
-        {
-            "config": {**architecture, "levels": levels},
-            "spacing": [float(s) for s in spacing],
-            "patch_size": [int(p) for p in config.patch_size],
-            "modality": modality,
-            "structures": {str(k): str(v) for k, v in (structures or {}).items()},
-            "organs": [],
-            "lesions": [],
-            "lesion_min_mm3": {},
-            "intensity": stats.to_dict(),
-            "training": record,
-        }
-    )
+    plans = {
+        **json.loads(json.dumps(BUILTIN_PLANS)),
+        "config": {**architecture, "levels": levels},
+        "spacing": [float(s) for s in spacing],
+        "patch_size": [int(p) for p in config.patch_size],
+        "modality": modality,
+        "structures": {str(k): str(v) for k, v in (structures or {}).items()},
+        "organs": [],
+        "lesions": [],
+        "lesion_min_mm3": {},
+        "intensity": stats.to_dict(),
+        "training": record,
+    }
     save_checkpoint(net, plans, Path(out))
     return record
 
