@@ -75,14 +75,8 @@ def _step_loss(
     if noise is None:
         return segmentation_loss(net(x), y, num_classes)
     h = net.features(x)
-    return duo_loss(
-        net.head(h),
-        noise(h),
-        y,
-        num_classes,
-        alpha=config.duo_alpha,
-        denoise=step >= NOISE_START * config.iterations,
-    )
+    denoise = step >= NOISE_START * config.iterations
+    return duo_loss(net.head(h), noise(h), y, num_classes, alpha=config.duo_alpha, denoise=denoise)
 
 
 def prepare_cases(

@@ -195,12 +195,9 @@ def episode(
                 prior = zeros
             elif r < 0.5:  # a leaked or wrong prior
                 other = _orient(stack.labels[[zp]], flip)[0]
-                prior = drift(
-                    ((other > 0) & (other != lab)).float()
-                    if rng.random() < 0.5
-                    else F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0],
-                    rng,
-                )
+                wrong = ((other > 0) & (other != lab)).float()
+                leak = F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0]
+                prior = drift(wrong if rng.random() < 0.5 else leak, rng)
             w = _start_window(b, rng)
             return Episode(
                 cur, prev, target, _box_mask(b, target.shape), prior, w, 1 + k, start, region=b

@@ -44,12 +44,8 @@ def scene_stack(rng: np.random.Generator, depth: tuple[int, int] = (12, 40)) -> 
     side = int(rng.choice(SCENE_SIZES))
     nz = int(rng.integers(depth[0], depth[1] + 1))
     s = shapes.make_scene(rng, (nz, side, side))
-    return Stack(
-        "scene",
-        torch.from_numpy(s.labels),
-        classes=torch.from_numpy(s.classes.astype(np.int16)),
-        n_classes=s.n_classes,
-    )
+    classes = torch.from_numpy(s.classes.astype(np.int16))
+    return Stack("scene", torch.from_numpy(s.labels), classes=classes, n_classes=s.n_classes)
 
 
 def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]:
