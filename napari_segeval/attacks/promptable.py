@@ -105,10 +105,8 @@ class PromptTarget:
         self.window = window
         self.keep_largest, self.stop_when_empty = keep_largest, stop_when_empty
         self.threshold = float(threshold)
-        frames = model.preprocess(
-            as_frames(np.asarray(case.image), self.input_kind), case.modality, window
-        )
-        self.x = frames[None].float().to(model.device)
+        frames = as_frames(np.asarray(case.image), self.input_kind)
+        self.x = model.preprocess(frames, case.modality, window)[None].float().to(model.device)
         #: image channels of ``x`` (RGB frames ``(1, n, H, W, C)``), None for grey frames
         self.channel_axis = self.x.ndim - 1 if self.x.ndim == 5 else None
         self.norm_info = info = model.normalize_info(case.modality, window, case.image)
