@@ -1,6 +1,6 @@
 """Random 3D objects in cluttered scenes, what the built-in promptable model learns to segment
-(families described in docs/model_cards.md; :data:`HELDOUT_SHAPES` never seen in training). Numpy
-only, deterministic given a :class:`numpy.random.Generator`."""
+(families described in docs/model_cards.md; :data:`HELDOUT_SHAPES` never seen in training),
+deterministic given a :class:`numpy.random.Generator`."""
 
 from __future__ import annotations
 
