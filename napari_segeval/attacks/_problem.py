@@ -1,13 +1,6 @@
-"""The state shared by every attack loop: the perturbation ball, evaluation, kept iterate.
-
-:class:`Problem` projects onto the ball (and valid range), draws random starts,
-evaluates loss, gradient and logits (counting passes, reporting progress, honouring
-cancel) and keeps one iterate per case: lowest Dice (``select="dice"``), highest loss
-(``"loss"``) or the last (``keep_best=False``). With ``robust_threshold`` the clean input
-is evaluated first (``restart=-1``) and a restart runs only for cases still strictly
-above the threshold (:func:`napari_segeval.metrics.is_robust`); the attack stops when
-none is left (``info["restarts_run"]``). torch is imported inside the functions.
-"""
+"""The state every attack loop shares (:class:`Problem`): the ball, random starts, counted
+evaluations (progress, cancel) and the iterate kept per case; with ``robust_threshold`` the clean
+input is evaluated first (``restart=-1``) and restarts run only for cases still above it."""
 
 from __future__ import annotations
 
@@ -92,9 +85,8 @@ def project_(delta: torch.Tensor, eps: float, norm: str) -> torch.Tensor:
 class Problem:
     """Shared state of one attack run: input, target, projection, evaluation, kept iterate.
 
-    ``cfg`` is an :class:`~napari_segeval.attacks.config.AttackConfig`; this module
-    does not import it (the configuration checks the registry, whose loops import
-    this module), so the attack modules have no import circle, not even for types.
+    ``cfg`` is an :class:`~.config.AttackConfig`, not imported: the configuration checks the
+    registry, whose loops import this module, so there is no import circle even for types.
     """
 
     def __init__(
@@ -126,7 +118,9 @@ class Problem:
         self.best_logits: torch.Tensor | None = None
         self.best_score: torch.Tensor | None = None
         self.frozen: torch.Tensor | None = None  # cases no longer attacked (not robust)
+        self.threshold: float | None = cfg.robust_threshold
         self.info: dict = {}
+        self.history: list[dict] = []  # per evaluation (AttackOutput.history)
 
     def _bounds(self, clamp: tuple) -> tuple[torch.Tensor, torch.Tensor]:
         """``(lo, hi)`` tensors of ``x``'s shape: one range, or one per channel."""
@@ -143,11 +137,6 @@ class Problem:
         ranges = torch.tensor(clamp, dtype=self.x.dtype, device=self.x.device)  # (C, 2)
         lo, hi = (ranges[:, i].reshape(shape).expand_as(self.x) for i in (0, 1))
         return lo, hi
-
-    @property
-    def threshold(self) -> float | None:
-        """The robust threshold (Dice) of the configuration, or None."""
-        return self.cfg.robust_threshold
 
     def project_(self, delta: torch.Tensor) -> torch.Tensor:
         if self.lo is not None:
@@ -207,7 +196,7 @@ class Problem:
             self.progress(self.done, max(self.total, self.done))
         return loss.detach(), grad, logits.detach()
 
-    def start(self, history: list) -> None:
+    def start(self) -> None:
         """Under robust-threshold gating, evaluate the clean input first (``restart=-1``)."""
         import torch
 
@@ -215,7 +204,7 @@ class Problem:
             return
         delta = torch.zeros_like(self.x)
         loss, _, logits = self.evaluate(delta, need_grad=False)
-        record_step(history, -1, 0, loss, self.track(delta, logits, loss))
+        self.record(-1, 0, loss, self.track(delta, logits, loss))
         assert self.best_dice is not None  # track() kept the clean input
         self.info["clean_dice"] = self.best_dice.tolist()
 
@@ -272,17 +261,17 @@ class Problem:
             self.best_logits[take] = logits[take]
         return dice
 
-    def output(self, history: list) -> AttackOutput:
+    def record(self, restart: int, step: int, loss: Any, dice: Any, **extra: Any) -> None:
+        """One row of :attr:`history` (tensors as lists)."""
+        row = {"restart": restart, "step": step, "loss": loss.tolist(), "dice": dice.tolist()}
+        row.update({k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in extra.items()})
+        self.history.append(row)
+
+    def output(self) -> AttackOutput:
         if self.progress is not None and self.done < self.total:
             self.progress(self.total, self.total)  # stopped early (gating): close the count
-        best = (self.best_delta, self.best_logits, self.best_dice, history)
+        best = (self.best_delta, self.best_logits, self.best_dice, self.history)
         return AttackOutput(*best, self.n_forward, self.n_backward, dict(self.info))
-
-
-def record_step(history: list, restart: int, step: int, loss: Any, dice: Any, **extra: Any) -> None:
-    row = {"restart": restart, "step": step, "loss": loss.tolist(), "dice": dice.tolist()}
-    row.update({k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in extra.items()})
-    history.append(row)
 
 
 def ascent_(delta: torch.Tensor, grad: torch.Tensor, step: Any, norm: str) -> torch.Tensor:
@@ -296,4 +285,4 @@ def ascent_(delta: torch.Tensor, grad: torch.Tensor, step: Any, norm: str) -> to
     return delta.addcmul_(_bshape(step, delta), direction)
 
 
-__all__ = ["AttackOutput", "Problem", "ascent_", "per_case_norm", "project_", "record_step"]
+__all__ = ["AttackOutput", "Problem", "ascent_", "per_case_norm", "project_"]

@@ -1,65 +1,51 @@
-"""APGD (Croce & Hein, ICML 2020) adapted to segmentation, written from its definition.
+"""APGD (Croce & Hein, ICML 2020) for segmentation, written from its definition.
 
-* Checkpoints ``w_j = ceil(p_j * N)``, ``p_0 = 0``, ``p_1 = 0.22``,
-  ``p_{j+1} = p_j + max(p_j - p_{j-1} - 0.03, 0.06)``.
-* Step ``eta`` starts at ``2 * eps`` and is halved per case at a checkpoint when
-  (1) under ``rho = 0.75`` of the steps since the last one raised the loss, or
-  (2) it was not halved at the last one and the best loss did not improve; the
-  iterate then restarts from the best point, without momentum.
-* ``z = P(x_k + eta * sign(grad))`` (unit L2 direction for L2),
-  ``x_{k+1} = P(x_k + alpha (z - x_k) + (1 - alpha)(x_k - x_{k-1}))``, ``alpha = 0.75``.
-
-Segmentation: per-voxel CE or DLR averaged per case, a schedule per case, the
-lowest-Dice iterate over all steps and restarts returned (Daza et al. 2021).
-
-``schedule="rog"`` takes the checkpoints of the code ROG runs
-(``rog/autoattack/autopgd.py``): first after ``k_1 = max(int(0.22 N), 1)``, then every
-``k_{j+1} = max(k_j - max(int(0.03 N), 1), max(int(0.06 N), 1))`` (the issue's
-``ceil(0.03 N)`` differs, e.g. at N = 50; the code is followed). Only the positions
-follow the code; its other quirks (comparing the first loss with 0, no condition 2 at
-the first checkpoint, momentum from before the restart point) are not reproduced.
+The step ``eta`` (from ``2 eps``) is halved per case at a checkpoint (:func:`apgd_checkpoints`)
+when (1) under ``RHO`` of the steps since the last one raised the loss, or (2) it was not halved
+at the last one and the best loss did not improve; the iterate then restarts from the best point
+without momentum. ``z = P(x_k + eta sign(grad))`` (unit L2 direction for L2), ``x_{k+1} =
+P(x_k + ALPHA (z - x_k) + (1 - ALPHA)(x_k - x_{k-1}))``. Per-voxel CE or DLR averaged per case, a
+schedule per case, the lowest-Dice iterate kept (Daza et al. 2021).
 """
 
 from __future__ import annotations
 
 import math
 
-from napari_segeval.attacks._problem import AttackOutput, Problem, ascent_, record_step
+from napari_segeval.attacks._problem import AttackOutput, Problem, ascent_
 
 RHO = 0.75
 ALPHA = 0.75
 
 
 def apgd_checkpoints(n_iter: int, schedule: str = "paper") -> list[int]:
-    """Iterations ``w_j`` (``0 < w_j < n_iter``, increasing, no repeats) where APGD checks.
+    """Iterations ``0 < w_j < n_iter`` (increasing) where APGD checks its step size.
 
-    ``schedule`` is ``"paper"`` (Croce & Hein's recurrence) or ``"rog"`` (the
-    reference code's interval arithmetic, as run by ROG; module docstring). A
-    check at ``n_iter`` itself would change nothing and is left out.
+    ``"paper"``: ``w_j = ceil(p_j N)``, ``p_0 = 0``, ``p_1 = 0.22``, ``p_{j+1} = p_j +
+    max(p_j - p_{j-1} - 0.03, 0.06)``. ``"rog"``: the code ROG runs (``autoattack/autopgd.py``),
+    first after ``k_1 = max(int(0.22 N), 1)``, then every ``k_{j+1} = max(k_j - max(int(0.03 N),
+    1), max(int(0.06 N), 1))`` (int, not the issue's ceil: they differ at N = 50); only the
+    positions follow the code (docs/protocols.md). A check at ``n_iter`` would change nothing.
     """
     if schedule == "rog":
-        return _rog_checkpoints(n_iter)
+        interval = max(int(0.22 * n_iter), 1)
+        shrink, floor = max(int(0.03 * n_iter), 1), max(int(0.06 * n_iter), 1)
+        out, at = [], interval
+        while at < n_iter:
+            out.append(at)
+            interval = max(interval - shrink, floor)
+            at += interval
+        return out
     if schedule != "paper":
         raise ValueError(f"APGD schedule must be 'paper' or 'rog', got {schedule!r}")
     ps = [0.0, 0.22]
     while ps[-1] < 1.0:
         ps.append(ps[-1] + max(ps[-1] - ps[-2] - 0.03, 0.06))
-    out: list[int] = []
+    out = []
     for p in ps[1:]:
         w = math.ceil(round(p * n_iter, 9))
         if 0 < w < n_iter and (not out or w > out[-1]):
             out.append(w)
-    return out
-
-
-def _rog_checkpoints(n_iter: int) -> list[int]:
-    interval = max(int(0.22 * n_iter), 1)
-    shrink, floor = max(int(0.03 * n_iter), 1), max(int(0.06 * n_iter), 1)
-    out, at = [], interval
-    while at < n_iter:
-        out.append(at)
-        interval = max(interval - shrink, floor)
-        at += interval
     return out
 
 
@@ -68,17 +54,16 @@ def apgd(problem: Problem) -> AttackOutput:
     import torch
 
     cfg = problem.cfg
-    history: list[dict] = []
     checkpoints = set(apgd_checkpoints(cfg.steps, cfg.schedule))
     n = problem.x.shape[0]
-    problem.start(history)
+    problem.start()
     for r in range(cfg.restarts):
         if not problem.begin_restart(r):
             break
         delta = problem.random_point() if cfg.random_start else torch.zeros_like(problem.x)
         eta = torch.full((n,), cfg.effective_step_size, device=problem.x.device)
         loss, grad, logits = problem.evaluate(delta, need_grad=True)
-        record_step(history, r, 0, loss, problem.track(delta, logits), step_size=eta)
+        problem.record(r, 0, loss, problem.track(delta, logits), step_size=eta)
         best_loss, best_delta, best_grad = loss.clone(), delta.clone(), grad.clone()
         prev = delta.clone()
         successes = torch.zeros(n, device=loss.device)
@@ -98,12 +83,11 @@ def apgd(problem: Problem) -> AttackOutput:
             dice = problem.track(delta, logits)
             successes += (new_loss > loss).float()
             loss = new_loss
-            if not last:
-                grad = new_grad
             improved = loss > best_loss
             best_loss = torch.where(improved, loss, best_loss)
             best_delta[improved] = delta[improved]
-            if not last:
+            if not last:  # the last evaluation computes no gradient
+                grad = new_grad
                 best_grad[improved] = grad[improved]
             if k + 1 in checkpoints:
                 cond1 = successes < RHO * (k + 1 - last_ck)
@@ -117,5 +101,5 @@ def apgd(problem: Problem) -> AttackOutput:
                 reduced_at_ck, best_at_ck = reduce, best_loss.clone()
                 successes.zero_()
                 last_ck = k + 1
-            record_step(history, r, k + 1, new_loss, dice, step_size=eta)
-    return problem.output(history)
+            problem.record(r, k + 1, new_loss, dice, step_size=eta)
+    return problem.output()

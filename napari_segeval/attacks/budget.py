@@ -1,13 +1,6 @@
-"""Attack budgets: epsilon in normalized units, converted to raw units for people.
-
-Attacks work in the model's normalized input units; results also report raw units
-(HU, grey levels). The normalization is assumed linear over the clean range, so one
-normalized unit is ``raw_per_normalized_unit`` raw units (the foreground std of a
-z-scored model, the window width of a windowed one), and a perturbation in raw units
-is ``delta * raw_per_normalized_unit`` added to the clean raw image (never the inverse
-of the normalization, undefined outside the window). Natural-image budgets such as
-``8/255`` do not transfer.
-"""
+"""Attack budgets: epsilon in the model's normalized units, and in raw units (HU, grey levels) for
+people, assuming a linear normalization over the clean range (one normalized unit is a z-scored
+model's foreground std, a windowed model's window width); ``8/255`` does not transfer."""
 
 from __future__ import annotations
 

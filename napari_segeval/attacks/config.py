@@ -1,10 +1,9 @@
-"""The configuration of one attack: :class:`AttackConfig`, checked against the registry.
-
-:func:`not_applicable` says why an attack cannot run on a model.
-"""
+"""The configuration of one attack (:class:`AttackConfig`), checked against the registry, and
+why an attack cannot run on a model (:func:`not_applicable`)."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -14,14 +13,8 @@ from napari_segeval.attacks.budget import NORMS
 from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES, WEIGHTINGS
 from napari_segeval.attacks.registry import ATTACKS, Attack
 
-#: ``schedule`` values per attack (the first is the default).
-SCHEDULES_BY_ATTACK: dict[str, tuple[str, ...]] = {
-    name: attack.schedules for name, attack in ATTACKS.items()
-}
 #: Every ``schedule`` value of some attack.
-SCHEDULES: tuple[str, ...] = tuple(
-    dict.fromkeys(v for vals in SCHEDULES_BY_ATTACK.values() for v in vals)
-)
+SCHEDULES: tuple[str, ...] = tuple(dict.fromkeys(v for a in ATTACKS.values() for v in a.schedules))
 SELECTS = ("dice", "loss")
 #: Attacks implemented for the L-inf norm only.
 LINF_ONLY: tuple[str, ...] = tuple(name for name, a in ATTACKS.items() if a.linf_only)
@@ -35,11 +28,6 @@ def _clamp_ranges(clamp: Any) -> tuple:
         if pair[0] > pair[1]:
             raise ValueError(f"clamp range {pair} is empty")
     return tuple(pairs) if per_channel else pairs[0]
-
-
-def _jsonable(clamp: Any) -> list | None:
-    """The clamp as nested lists."""
-    return None if clamp is None else [_jsonable(c) if isinstance(c, tuple) else c for c in clamp]
 
 
 @dataclass
@@ -175,7 +163,7 @@ class AttackConfig:
         """Plain dict, with the effective step size."""
         return {
             **asdict(self),
-            "clamp": _jsonable(self.clamp),
+            "clamp": json.loads(json.dumps(self.clamp)),  # nested lists
             "step_size": self.effective_step_size,
         }
 
@@ -187,9 +175,8 @@ class AttackNotApplicable(SegEvalError, ValueError):
 def not_applicable(config: AttackConfig, num_classes: int) -> str | None:
     """Why ``config`` cannot attack a model with ``num_classes`` classes, or None.
 
-    The DLR margin needs the third-largest logit, so APGD-DLR (and any DLR loss)
-    needs at least 3 classes (background included); ROG runs APGD-DLR only on
-    tasks with more than 2 classes.
+    The DLR margin needs the third-largest logit, so APGD-DLR (and any DLR loss) needs at least 3
+    classes (background included); ROG runs APGD-DLR only on tasks with more than 2 classes.
 
     Examples
     --------
@@ -212,7 +199,6 @@ def not_applicable(config: AttackConfig, num_classes: int) -> str | None:
 __all__ = [
     "LINF_ONLY",
     "SCHEDULES",
-    "SCHEDULES_BY_ATTACK",
     "SELECTS",
     "AttackConfig",
     "AttackNotApplicable",

@@ -1,15 +1,6 @@
-"""Model-agnostic attacks on a differentiable ``forward(x) -> logits (N, C, *spatial)``.
-
-``x`` (case axis first) is perturbed inside an L-inf or L2 ball per case, in the
-model's normalized units (:mod:`.budget`), never clamped to ``[0, 1]``; ``clamp=(lo,
-hi)`` keeps it in the range the preprocessing can produce. Each PGD/APGD step is one
-forward and one backward pass (the iterate's Dice comes from that forward), plus one
-forward for the final iterate. The iterate with the lowest Dice per case is returned
-unless ``select="loss"`` (PGD, as ROG's ``attack_pgd``) or the attack defines its own
-answer (FAB: the smallest successful perturbation). This module only dispatches:
-:func:`run_attack` builds the shared :class:`~._problem.Problem` and runs the
-registry entry's loop. torch is imported inside the functions.
-"""
+"""Model-agnostic attacks on a differentiable ``forward(x) -> logits (N, C, *spatial)``: ``x`` (case
+axis first) is perturbed inside an L-inf or L2 ball per case, in normalized units (:mod:`.budget`),
+clamped only to ``clamp``. This module only dispatches to the registry."""
 
 from __future__ import annotations
 

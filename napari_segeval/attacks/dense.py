@@ -1,13 +1,7 @@
-"""Attack target for dense models: the whole volume through the Gaussian sliding window.
-
-The attack variable is the model's normalized input on the model grid ``(1, C, *grid)``;
-every channel is perturbed inside one ball (eps in each channel's normalized units:
-``channel_scales``). ``gradient="whole"`` back-propagates through the whole sliding
-window (memory grows with the volume); ``"chunked"`` gives the same gradient exactly
-with memory bounded by one window batch, recomputing each batch with a graph and
-back-propagating its share ``grad * gaussian / sum_of_weights`` (one extra forward per
-step). Both attack every window, never a single foreground patch.
-"""
+"""Attack target for dense models: the whole volume's normalized input ``(1, C, *grid)`` through the
+Gaussian sliding window, every channel inside one ball. ``gradient="chunked"`` gives ``"whole"``'s
+gradient exactly with memory bounded by one window batch, recomputing each batch with a graph and
+back-propagating ``grad * gaussian / sum_of_weights`` (one extra forward)."""
 
 from __future__ import annotations
 
@@ -16,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_segeval.inference.resample import resample_back, resample_labels
+from napari_segeval.inference.sliding_window import gaussian_weights, window_grid
 from napari_segeval.io.case import Case
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,8 +31,6 @@ def _chunked_vjp(
     """Gradient of ``<g, sliding_window_logits(x)>`` w.r.t. ``x``, one window batch at a time."""
     import torch
     import torch.nn.functional as F
-
-    from napari_segeval.inference.sliding_window import gaussian_weights, window_grid
 
     patch = tuple(int(p) for p in model.patch_size)
     src = tuple(x.shape[2:])
@@ -144,9 +138,8 @@ class DenseTarget:
         #: the first channel's (a Budget has one number; see channel_scales)
         self.raw_per_normalized_unit = self.channel_scales[0]
         self.num_classes = int(model.num_classes)
-        names = dict(model.structures)
-        names.update({k: v for k, v in case.structures.items() if k in names})
-        self.structures = names
+        #: the model's structures, named as the case names them
+        self.structures = {k: case.structures.get(k, v) for k, v in model.structures.items()}
         self._fn = _chunked_function() if gradient == "chunked" else None
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
@@ -166,8 +159,6 @@ class DenseTarget:
 
         if self.case.labels is None:
             return None
-        from napari_segeval.inference.resample import resample_labels
-
         lab = np.asarray(self.case.labels)
         if self.info.resample is not None:
             lab = resample_labels(lab, self.info.resample)
@@ -188,8 +179,6 @@ class DenseTarget:
         """
         d = delta.detach()[0].float().cpu().numpy()
         if self.info.resample is not None:
-            from napari_segeval.inference.resample import resample_back
-
             d = resample_back(d, self.info.resample, order=1, channel_axis=0)
         scale = np.asarray(self.channel_scales, np.float32).reshape(-1, *([1] * (d.ndim - 1)))
         d = (d * scale).astype(np.float32)

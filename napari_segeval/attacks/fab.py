@@ -1,30 +1,21 @@
 """FAB-T (Croce & Hein, ICML 2020): targeted minimal-norm attack, L-inf, for segmentation.
 
-FAB seeks the smallest perturbation that breaks a case: it linearizes the model,
-projects the point and the clean input onto the linearized boundary (with the box of
-valid inputs), moves to their combination (extrapolated by ``eta``, biased to the clean
-input by at most ``alpha_max``) and, on success, records the point and pulls it back by
-``beta`` (``0.1``, ``1.05``, ``0.9``: ROG's, the paper's L-inf defaults).
-
-Segmentation (as ROG's ``rog/autoattack/fab.py``): for target rank ``k`` (2..C) each
-voxel's target is its ``k``-th class at the clean input; the decision function is the
-case mean of ``z_target - z_label``; success is hard Dice at or below
-``robust_threshold`` (else half the clean Dice); the answer is the smallest success
-within ``eps``, else the clean input (``info["min_norm"]``: smallest success norm, ``inf``
-if none). Later restarts start at a random point of radius ``eps / 2``; with a
-``robust_threshold`` a case stops once broken within ``eps``. Each iteration is one
-forward+backward and one forward.
-
-Differences from ROG: the projection is solved exactly by sorting (theirs bisects),
-with the valid-range box instead of [0, 1]; the smallest success over all runs is kept
-(theirs the first within ``eps``); success at or below the threshold (theirs below).
+Each step linearizes the model, projects the point and the clean input onto the linearized
+boundary (within the valid box), moves to their combination (extrapolated by ``ETA``, biased to
+the clean input by at most ``ALPHA_MAX``) and, on success, records it and pulls it back by
+``BETA`` (the paper's L-inf defaults, ROG's). As ROG's ``autoattack/fab.py``: for target rank
+``k`` each voxel's target is its ``k``-th class at the clean input, the decision function the
+case mean of ``z_target - z_label``, success a Dice at or below ``robust_threshold`` (else half
+the clean Dice); the answer is the smallest success within ``eps``, else the clean input. Later
+restarts start at radius ``eps / 2``. Differences from ROG: docs/protocols.md.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from napari_segeval.attacks._problem import AttackOutput, Problem, record_step
+from napari_segeval.attacks._problem import AttackOutput, Problem
 from napari_segeval.attacks.losses import case_dice
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,10 +34,9 @@ def project_to_hyperplane(
 ) -> torch.Tensor:
     """Smallest L-inf ``d`` per row with ``<w, d> = r``, ``-room_down <= d <= room_up``.
 
-    Rows are cases ``(N, M)``; ``r`` is ``(N,)``. With no room given the box is
-    unbounded and ``d = sign(r w) |r| / ||w||_1``. When the box cannot reach the
-    hyperplane, every coordinate moves as far as it can towards it. Coordinates
-    with ``w = 0`` do not move.
+    Rows are cases ``(N, M)``; ``r`` is ``(N,)``. With no room given the box is unbounded and
+    ``d = sign(r w) |r| / ||w||_1``. When the box cannot reach the hyperplane, every coordinate
+    moves as far as it can towards it. Coordinates with ``w = 0`` do not move.
     """
     import torch
 
@@ -73,16 +63,11 @@ def project_to_hyperplane(
     return direction * torch.minimum(t[:, None], cap)
 
 
-class _Objective:
+def _gap(logits: torch.Tensor, label: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Case mean of ``z_target - z_label`` (FAB's decision function; 0 on the boundary)."""
-
-    def __init__(self, label: torch.Tensor, target: torch.Tensor) -> None:
-        self.label, self.target = label.unsqueeze(1), target.unsqueeze(1)
-
-    def __call__(self, logits: torch.Tensor) -> torch.Tensor:
-        z = logits.float()
-        gap = z.gather(1, self.target) - z.gather(1, self.label)
-        return gap.reshape(gap.shape[0], -1).mean(dim=1)
+    z = logits.float()
+    gap = z.gather(1, target.unsqueeze(1)) - z.gather(1, label.unsqueeze(1))
+    return gap.reshape(gap.shape[0], -1).mean(dim=1)
 
 
 def fab_evaluations(cfg: Any, num_classes: int | None) -> int:
@@ -127,7 +112,6 @@ def fab(problem: Problem) -> AttackOutput:
     import torch
 
     cfg, x = problem.cfg, problem.x
-    history: list[dict] = []
     n, eps = x.shape[0], float(cfg.eps)
     zero = torch.zeros_like(x)
     clean_loss, _, clean_logits = problem.evaluate(zero, need_grad=False)
@@ -143,7 +127,7 @@ def fab(problem: Problem) -> AttackOutput:
         )
     problem.total = fab_evaluations(cfg, n_classes)
     clean_dice = case_dice(clean_logits, problem.target)
-    record_step(history, -1, 0, clean_loss, clean_dice, point="clean")
+    problem.record(-1, 0, clean_loss, clean_dice, point="clean")
     if problem.threshold is not None:
         thr = torch.full_like(clean_dice, float(problem.threshold))
     else:
@@ -154,7 +138,7 @@ def fab(problem: Problem) -> AttackOutput:
     order = clean_logits.argsort(dim=1, descending=True)
     runs = 0
     for rank in range(2, ranks + 2):
-        objective = _Objective(problem.target, order[:, rank - 1])
+        objective = partial(_gap, label=problem.target, target=order[:, rank - 1])
         for r in range(cfg.restarts):
             todo = attack.clone()
             if problem.threshold is not None:  # ROG: only cases not yet broken within eps
@@ -175,13 +159,13 @@ def fab(problem: Problem) -> AttackOutput:
                 best[better] = delta[better]
                 best_norm = torch.where(better, norm, best_norm)
                 delta[broken] = delta[broken] * BETA  # back towards the clean input
-                record_step(history, r, it + 1, loss, dice, target_rank=rank, norm=norm)
+                problem.record(r, it + 1, loss, dice, target_rank=rank, norm=norm)
     ok = best_norm <= eps
     answer = torch.where(ok.reshape(-1, *[1] * (x.ndim - 1)), best, zero)
     problem.project_(answer)
     loss, _, logits = problem.evaluate(answer, need_grad=False)
     dice = case_dice(logits, problem.target)
-    record_step(history, -1, 1, loss, dice, point="answer")
+    problem.record(-1, 1, loss, dice, point="answer")
     problem.info.update(
         {
             "min_norm": best_norm.tolist(),
@@ -192,6 +176,5 @@ def fab(problem: Problem) -> AttackOutput:
             "runs": runs,
         }
     )
-    return AttackOutput(
-        answer, logits, dice, history, problem.n_forward, problem.n_backward, dict(problem.info)
-    )
+    counts = (problem.history, problem.n_forward, problem.n_backward, dict(problem.info))
+    return AttackOutput(answer, logits, dice, *counts)

@@ -1,18 +1,13 @@
-"""FGSM, PGD and noise baselines on a :class:`~napari_segeval.attacks._problem.Problem`.
-
-PGD: ``delta <- P(delta + step * sign(grad))`` (unit L2 direction for L2), from a
-random point of the ball or zero, with a step schedule and restarts. ROG's PGD
-(``attack_pgd``) is ``AttackConfig("pgd", step_size=eps/3, select="loss")``; their code
-splices restarts per voxel (a perturbation nobody evaluated), here the restart with the
-highest case-mean CE is kept whole, and their [0, 1] clamp of z-scored inputs is not
-reproduced.
-"""
+"""FGSM, PGD (Madry et al. 2018: ``delta <- P(delta + step * sign(grad))``, a unit L2 direction for
+L2) and noise baselines. ROG's ``attack_pgd`` is
+``AttackConfig("pgd", step_size=eps/3, select="loss")``; the differences from it are in
+docs/protocols.md (``msd-robust`` preset rog)."""
 
 from __future__ import annotations
 
 import math
 
-from napari_segeval.attacks._problem import AttackOutput, Problem, ascent_, record_step
+from napari_segeval.attacks._problem import AttackOutput, Problem, ascent_
 
 
 def _schedule_factor(schedule: str, step: int, steps: int) -> float:
@@ -29,9 +24,8 @@ def _ascend(problem: Problem, restarts: int, steps: int, start: str | None, weig
     import torch
 
     cfg = problem.cfg
-    history: list[dict] = []
     every = cfg.select == "dice"
-    problem.start(history)
+    problem.start()
     for r in range(restarts):
         if r == 0 or every:
             if not problem.begin_restart(r):  # gating: no case left to attack
@@ -42,13 +36,13 @@ def _ascend(problem: Problem, restarts: int, steps: int, start: str | None, weig
         for t in range(steps):
             wstep = t if weighted else None
             loss, grad, logits = problem.evaluate(delta, need_grad=True, weighting_step=wstep)
-            record_step(history, r, t, loss, problem.track(delta, logits, loss, candidate=every))
+            problem.record(r, t, loss, problem.track(delta, logits, loss, candidate=every))
             step = cfg.effective_step_size * _schedule_factor(cfg.schedule, t, steps)
             with torch.no_grad():
                 problem.project_(ascent_(delta, grad, step, cfg.norm))
         loss, _, logits = problem.evaluate(delta, need_grad=False)
-        record_step(history, r, steps, loss, problem.track(delta, logits, loss))
-    return problem.output(history)
+        problem.record(r, steps, loss, problem.track(delta, logits, loss))
+    return problem.output()
 
 
 def fgsm(problem: Problem) -> AttackOutput:
@@ -59,11 +53,10 @@ def fgsm(problem: Problem) -> AttackOutput:
 def pgd(problem: Problem) -> AttackOutput:
     """Projected gradient ascent with random start, step schedule and restarts.
 
-    ``select="loss"``: only the final iterate of each restart is a candidate and
-    the one with the highest loss is kept (ROG's ``attack_pgd``); with a
-    ``robust_threshold`` only the clean input gates (a case not robust there is
-    not attacked) and every restart runs, as in ROG, since a later restart may
-    replace a breaking iterate by a higher-loss one.
+    ``select="loss"``: only the final iterate of each restart is a candidate and the one with the
+    highest loss is kept (ROG's ``attack_pgd``); with a ``robust_threshold`` only the clean input
+    gates (a case not robust there is not attacked) and every restart runs, as in ROG, since a later
+    restart may replace a breaking iterate by a higher-loss one.
     """
     cfg = problem.cfg
     start = "uniform" if cfg.random_start else None

@@ -1,14 +1,6 @@
-"""Per-case attack losses on per-voxel logits, and the Dice used to pick iterates.
-
-Each loss takes logits ``(N, C, *spatial)`` and class targets ``(N, *spatial)`` and
-returns ``(N,)`` (per-voxel losses averaged per case, so ``loss.sum()`` gives each case
-its own gradient); the attacks maximize it. ``dlr`` is Croce & Hein's margin
-``-(z_y - max_{i != y} z_i) / (z_pi1 - z_pi3)`` (3+ classes); ``hard-dice`` has no
-gradient and is for Square only (ROG's objective). Voxel weights: SegPGD (Gu et al.
-2022: ``1 - lambda`` right, ``lambda`` wrong, ``lambda = t / (2T)``) and CosPGD
-(Agnihotri et al. 2024: cosine of softmax and one-hot target). torch is imported inside
-the functions.
-"""
+"""Per-case attack losses ``(N,)`` (per-voxel losses averaged per case, so each case gets its own
+gradient) on logits ``(N, C, *spatial)``, voxel weights of SegPGD (Gu et al. 2022) and CosPGD
+(Agnihotri et al. 2024), and the Dice that picks iterates. torch is imported inside."""
 
 from __future__ import annotations
 
@@ -23,8 +15,11 @@ FORWARD_ONLY_LOSSES = ("hard-dice",)
 WEIGHTINGS = (None, "segpgd", "cospgd")
 
 
-def _case_mean(values: torch.Tensor) -> torch.Tensor:
-    return values.reshape(values.shape[0], -1).mean(dim=1)
+def _case_mean(per_voxel: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    """Per-case mean of per-voxel values, weighted when ``weights`` is given."""
+    if weights is not None:
+        per_voxel = per_voxel * weights
+    return per_voxel.reshape(per_voxel.shape[0], -1).mean(dim=1)
 
 
 def cross_entropy(
@@ -33,10 +28,7 @@ def cross_entropy(
     """Per-case mean of the (weighted) per-voxel cross-entropy."""
     import torch.nn.functional as F
 
-    per_voxel = F.cross_entropy(logits.float(), target, reduction="none")
-    if weights is not None:
-        per_voxel = per_voxel * weights
-    return _case_mean(per_voxel)
+    return _case_mean(F.cross_entropy(logits.float(), target, reduction="none"), weights)
 
 
 def soft_dice_loss(
@@ -65,7 +57,8 @@ def soft_dice_loss(
 def dlr_loss(
     logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Per-case mean of the per-voxel DLR margin (untargeted, >= 3 classes)."""
+    """Per-case mean of Croce & Hein's per-voxel DLR margin (untargeted, >= 3 classes):
+    ``-(z_y - max_{i != y} z_i) / (z_pi1 - z_pi3)``."""
     import torch
 
     if logits.shape[1] < 3:
@@ -75,16 +68,13 @@ def dlr_loss(
     z_y = z.gather(1, target.unsqueeze(1)).squeeze(1)
     top_is_y = z.argmax(dim=1) == target
     other = torch.where(top_is_y, srt[:, -2], srt[:, -1])
-    per_voxel = -(z_y - other) / (srt[:, -1] - srt[:, -3] + 1e-12)
-    if weights is not None:
-        per_voxel = per_voxel * weights
-    return _case_mean(per_voxel)
+    return _case_mean(-(z_y - other) / (srt[:, -1] - srt[:, -3] + 1e-12), weights)
 
 
 def hard_dice_loss(
     logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """``1 -`` the hard Dice of :func:`case_dice` per case (no gradient).
+    """``1 -`` the hard Dice of :func:`case_dice` per case: no gradient, Square only (ROG's).
 
     Examples
     --------
@@ -117,7 +107,8 @@ def get_loss(name: str) -> Any:
 def voxel_weights(
     kind: str | None, logits: torch.Tensor, target: torch.Tensor, step: int, steps: int
 ) -> torch.Tensor | None:
-    """SegPGD / CosPGD per-voxel weights (detached), or ``None``."""
+    """Per-voxel weights (detached), or ``None``: SegPGD's ``1 - lambda`` right and ``lambda``
+    wrong, ``lambda = t / (2T)``; CosPGD's cosine of the softmax and the one-hot target."""
     import torch
 
     if kind is None:

@@ -1,13 +1,6 @@
-"""Attack target for promptable propagation (built-in model, MedSAM2, any backend).
-
-The attack variable is the stack of normalized frames ``preprocess`` returns, the
-prompts fixed. ``chain="full"`` feeds each slice's soft mask to the next (a perturbation
-acts on every later slice); ``"per-slice"`` conditions each frame on the clean
-prediction of the previous one (MedSAM2's memory bank refuses it). A 2D image is a
-one-frame video. Per-structure probabilities ``p_k`` become logits ``(1, K + 1, n, H,
-W)``: 0 for background and ``logit(p_k)``, so one structure's softmax is ``(1 - p, p)``
-exactly; class ``i`` is the ``i``-th prompted label id in increasing order.
-"""
+"""Attack target for promptable propagation: the normalized frames, prompts fixed. Structure
+probabilities ``p_k`` become logits ``(1, K + 1, n, H, W)``, 0 for background and ``logit(p_k)``, so
+one structure's softmax is ``(1 - p, p)``; class ``i`` is the ``i``-th prompted label id."""
 
 from __future__ import annotations
 
@@ -16,6 +9,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval.io.case import Case
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_file import prompt_to_dict
+from napari_segeval.propagation import PropagationOptions, merge_structures, propagate_case
+from napari_segeval.propagation.images import as_frames, check_image_prompts, promptable_kind
+from napari_segeval.propagation.options import as_prompt_sets
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -28,13 +26,9 @@ def _record(p: Any) -> dict:
 
     Examples
     --------
-    >>> from napari_segeval.prompts.box import Box
     >>> _record(Box(1, 2, 3, 4, index=5, label=2))
     {'label': 2, 'index': 5, 'box': [1, 2, 3, 4]}
     """
-    from napari_segeval.prompts.box import Box
-    from napari_segeval.prompts.prompt_file import prompt_to_dict
-
     if isinstance(p, Box):
         return {"label": p.label, "index": p.index, "box": [p.y0, p.x0, p.y1, p.x1]}
     d = prompt_to_dict(p)
@@ -60,7 +54,9 @@ class PromptTarget:
     keep_largest, stop_when_empty, threshold
         As :func:`napari_segeval.propagation.propagate_case`.
     chain : {"full", "per-slice"}
-        Gradient path through the propagation (module docstring).
+        Gradient path: each slice's soft mask feeds the next (a perturbation acts on every
+        later slice), or each frame is conditioned on the clean previous prediction
+        (MedSAM2's memory bank refuses it).
 
     Examples
     --------
@@ -94,13 +90,6 @@ class PromptTarget:
     ) -> None:
         if chain not in ("full", "per-slice"):
             raise ValueError(f"chain must be 'full' or 'per-slice', got {chain!r}")
-        from napari_segeval.propagation.images import (
-            as_frames,
-            check_image_prompts,
-            promptable_kind,
-        )
-        from napari_segeval.propagation.options import as_prompt_sets
-
         if not prompts:
             raise ValueError("a promptable attack needs at least one box prompt")
         self.model, self.case = model, case
@@ -116,14 +105,11 @@ class PromptTarget:
         self.window = window
         self.keep_largest, self.stop_when_empty = keep_largest, stop_when_empty
         self.threshold = float(threshold)
-        frames = model.preprocess(
-            as_frames(np.asarray(case.image), self.input_kind), case.modality, window
-        )
-        self.x = frames[None].float().to(model.device)
+        frames = as_frames(np.asarray(case.image), self.input_kind)
+        self.x = model.preprocess(frames, case.modality, window)[None].float().to(model.device)
         #: image channels of ``x`` (RGB frames ``(1, n, H, W, C)``), None for grey frames
         self.channel_axis = self.x.ndim - 1 if self.x.ndim == 5 else None
-        info = model.normalize_info(case.modality, window, case.image)
-        self.norm_info = info
+        self.norm_info = info = model.normalize_info(case.modality, window, case.image)
         self.valid_range = (float(info.valid_min), float(info.valid_max))
         #: every channel (RGB included) shares ``valid_range``: no per-channel ranges
         self.channel_valid_ranges: tuple[tuple[float, float], ...] = ()
@@ -140,8 +126,6 @@ class PromptTarget:
                 self.priors = dict(self._propagate(self.x[0], grad=False).probabilities)
 
     def _propagate(self, frames: Any, grad: bool):
-        from napari_segeval.propagation import PropagationOptions, propagate_case
-
         options = PropagationOptions(
             mode=self.mode,
             keep_largest=self.keep_largest,
@@ -187,8 +171,6 @@ class PromptTarget:
         On the case's grid: ``(H, W)`` for a 2D image.
         """
         import torch
-
-        from napari_segeval.propagation import merge_structures
 
         with torch.no_grad():
             prob = torch.sigmoid(logits.detach()[0, 1:].float()).cpu().numpy()

@@ -1,9 +1,5 @@
-"""The attack registry: every attack by name, with its loop and what it costs.
-
-An attack is one entry of :data:`ATTACKS` (its loop, its evaluation count, the options
-that are its own); :class:`~.config.AttackConfig` checks options against it and
-:func:`~.core.run_attack` dispatches through it. Importing this module imports no torch.
-"""
+"""The attack registry :data:`ATTACKS`: every attack by name, with its loop, cost and options
+(checked by :class:`~.config.AttackConfig`, dispatched by :func:`~.core.run_attack`); no torch."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Robustness summary: Dice drop per structure and the "robust case" rule.
-
-Groups attack records by case and applies the rule defined once in
-:func:`napari_segeval.metrics.robust_threshold` and :func:`napari_segeval.metrics.is_robust`
-(Daza et al. 2021: attacked mean Dice strictly above ``factor`` times the task's mean
-clean Dice).
-"""
+"""Robustness summary: Dice drop per structure and Daza et al.'s (2021) "robust case" rule
+(defined once in :func:`napari_segeval.metrics.robust_threshold` and ``is_robust``)."""
 
 from __future__ import annotations
 
@@ -34,8 +29,7 @@ def robustness_summary(
     ----------
     records : iterable of dict
         ``{case, condition, label, clean, attacked}`` rows (e.g. from
-        :meth:`~napari_segeval.attacks.run.AttackResult.dice_records`), all from
-        one task.
+        :meth:`~napari_segeval.attacks.run.AttackResult.dice_records`), all from one task.
     factor : float
         Fraction of the mean clean Dice an attacked case must keep.
     threshold : float, optional
@@ -44,9 +38,8 @@ def robustness_summary(
     Returns
     -------
     dict
-        ``threshold``, ``factor``, ``cases`` (rows with ``mean_clean``,
-        ``mean_attacked``, ``drop`` per label, ``robust``) and ``robust_fraction``
-        per condition.
+        ``threshold``, ``factor``, ``cases`` (rows with ``mean_clean``, ``mean_attacked``, ``drop``
+        per label, ``robust``) and ``robust_fraction`` per condition.
     """
     records = list(records)
     thr = task_threshold(records, factor) if threshold is None else float(threshold)

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval._json import json_safe
 from napari_segeval.attacks._problem import per_case_norm
 from napari_segeval.attacks.budget import Budget
@@ -193,8 +194,6 @@ def attack_case(
     clean_pred = target.labels(clean_logits)
     ref = None if reference == "prediction" else target.reference_target()
     if ref is None and reference == "labels":
-        from napari_segeval._errors import SegEvalError
-
         raise SegEvalError(
             f"{target.case.image_path or 'case'}: the attack targets the reference "
             f"labels (reference='labels') but the case has none"

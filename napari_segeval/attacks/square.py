@@ -1,26 +1,11 @@
-"""Square attack (Andriushchenko et al., ECCV 2020), L-inf, adapted to segmentation.
+"""Square attack (Andriushchenko et al., ECCV 2020), L-inf, for segmentation: forward passes
+only (``torch.no_grad``), so it also measures models with useless gradients.
 
-Score-based: forward passes under ``torch.no_grad`` only, so it also measures models
-with useless gradients. Per case, inside the ball (and the optional valid range):
-
-1. Start from stripes of ``+-eps`` constant along one axis (:func:`stripe_axis`: a
-   volume's last, ``x``, which is the first of ROG's nibabel ``(x, y, z)`` arrays; a 2D
-   image's rows, the paper's vertical stripes).
-2. Each query sets a random cube of side ``round((p V)^(1/d))`` (clipped to each axis)
-   to ``+-eps``, one sign per image channel, in a copy of the accepted perturbation.
-3. The copy is accepted when the case's loss strictly increases or its Dice falls to
-   ``robust_threshold`` or below (ROG: strictly below); such a case is not queried again.
-
-``p`` starts at ``p_init`` and halves after queries 10, 50, 200, ..., 8000 of 10,000
-(:data:`P_BREAKS`), stretched to ``steps`` (``"rescaled"``, AutoAttack) or as they are
-(``"absolute"``, ROG). The loss is CE or ``hard-dice`` (``1 -`` hard Dice, ROG's
-``margin_and_loss``); each query is one forward pass (plus one for the stripes).
-
-Differences from ROG's ``rog/autoattack/square.py``: one forward per query (theirs
-three), the window clipped and its corner drawn among valid positions (theirs can go
-negative), one position per case (theirs per batch), ``clamp`` to the valid range
-(theirs clamps z-scored inputs to [0, 1]), and every restart's result kept (theirs
-returns the last restart's).
+Per case: start from ``+-eps`` stripes (:func:`stripes`); each query sets a random cube of side
+``round((p V)^(1/d))`` to ``+-eps`` (one sign per image channel) in a copy of the accepted
+perturbation, accepted when the loss strictly increases or the Dice falls to ``robust_threshold``
+(then the case is done). ``p`` starts at ``p_init`` and halves on :data:`P_BREAKS`. The loss is
+CE or ``hard-dice`` (ROG's ``margin_and_loss``); differences from ROG: docs/protocols.md.
 """
 
 from __future__ import annotations
@@ -28,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from napari_segeval.attacks._problem import AttackOutput, Problem, record_step
+from napari_segeval.attacks._problem import AttackOutput, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -40,7 +25,8 @@ P_BREAKS = (10, 50, 200, 500, 1000, 2000, 4000, 6000, 8000)
 def p_selection(query: int, n_queries: int, p_init: float, schedule: str = "rescaled") -> float:
     """Fraction of the input one square covers at query ``query`` (0-based).
 
-    ``"rescaled"`` maps the query to ``int(query / n_queries * 10000)`` first.
+    ``"rescaled"`` (AutoAttack) maps the query to ``int(query / n_queries * 10000)`` first;
+    ``"absolute"`` (ROG) takes it as it is.
 
     Examples
     --------
@@ -107,14 +93,12 @@ def _window_(delta: torch.Tensor, case: int, problem: Problem, side: int) -> Non
     value_shape = []
     for a in range(1, x.ndim):
         n = x.shape[a]
+        value_shape.append(n if a == ch else 1)
         if a == ch:
             index.append(slice(None))
-            value_shape.append(n)
-            continue
-        s = min(side, n)
-        start = int(torch.randint(0, n - s + 1, (1,), generator=gen))
-        index.append(slice(start, start + s))
-        value_shape.append(1)
+        else:
+            start = int(torch.randint(0, n - min(side, n) + 1, (1,), generator=gen))
+            index.append(slice(start, start + min(side, n)))
     n_signs = x.shape[ch] if ch is not None else 1
     value = _signs([n_signs], gen).reshape(value_shape) * problem.cfg.eps
     delta[tuple(index)] = value.to(delta.device, delta.dtype)
@@ -125,12 +109,11 @@ def square(problem: Problem) -> AttackOutput:
     import torch
 
     cfg = problem.cfg
-    history: list[dict] = []
     n = problem.x.shape[0]
     sizes = [problem.x.shape[a] for a in _spatial_axes(problem)]
     thr = problem.threshold
     queries = torch.zeros(n, dtype=torch.long)
-    problem.start(history)
+    problem.start()
     for r in range(cfg.restarts):
         if not problem.begin_restart(r):
             break
@@ -138,7 +121,7 @@ def square(problem: Problem) -> AttackOutput:
         delta = stripes(problem)
         loss, _, logits = problem.evaluate(delta, need_grad=False)
         dice = problem.track(delta, logits, loss, mask=~frozen.to(loss.device))
-        record_step(history, r, 0, loss, dice)
+        problem.record(r, 0, loss, dice)
         for q in range(cfg.steps):
             searching = ~frozen.to(dice.device)
             if thr is not None:
@@ -163,6 +146,6 @@ def square(problem: Problem) -> AttackOutput:
             loss = torch.where(accept, new_loss, loss)
             dice = torch.where(accept, new_dice, dice)
             queries += searching.cpu().long()
-            record_step(history, r, q + 1, new_loss, new_dice, accepted=accept, side=side)
+            problem.record(r, q + 1, new_loss, new_dice, accepted=accept, side=side)
     problem.info["queries"] = queries.tolist()
-    return problem.output(history)
+    return problem.output()

@@ -1,11 +1,7 @@
-"""Randomised appearance: class maps to images, and images to other-looking images.
-
-On a stack ``(S, H, W)`` sharing every random choice: :func:`render` gives each class
-a random mean and texture (no fixed intensity, contrast sign or texture), and
-:func:`restyle` applies a random intensity mapping, bias field, blur or lower
-resolution, noise and window in the manner of CT, MR, ultrasound or grey-turned colour.
-:data:`HELDOUT_APPEARANCE` families are never drawn in training. Imports torch.
-"""
+"""Randomised appearance of a stack ``(S, H, W)``, every slice sharing the draws: :func:`render`
+(class maps to images, no fixed intensity, contrast sign or texture) and :func:`restyle` (CT-, MR-,
+ultrasound- or colour-like mappings, bias, blur, noise, windows). :data:`HELDOUT_APPEARANCE` is
+never drawn in training."""
 
 from __future__ import annotations
 
@@ -14,6 +10,8 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from napari_segeval.models._prompt_walks import bbox
 
 TRAIN_APPEARANCE = {
     "lut": ("gamma", "monotone", "nonmonotone", "inverted"),
@@ -25,12 +23,14 @@ HELDOUT_APPEARANCE = {
     "noise": ("poisson", "impulse"),
     "texture": ("stripes",),
 }
+#: Width in pixels of the bands :func:`band_contrast` compares.
+BAND = 2
 #: Imaging styles that bias the draws of :func:`restyle`.
 STYLES = ("ct", "mr", "us", "rgb", "generic")
 
 
 def smooth_noise(rng: np.random.Generator, n: int, h: int, w: int, coarse: int) -> torch.Tensor:
-    """``n`` smooth random fields ``(n, H, W)`` (bicubic from a ``coarse`` grid, unit-ish std).
+    """``n`` smooth random fields ``(n, H, W)``, bicubic from a ``coarse`` grid, unit-ish std.
 
     Examples
     --------
@@ -66,40 +66,25 @@ def class_means(rng: np.random.Generator, n_classes: int, rgb: bool = False) -> 
     return rng.uniform(0, 1, n_classes)
 
 
-def _bands(target: torch.Tensor, width: int):
-    """Bounding slices of ``target`` and its bands just inside and just outside."""
-    nz = target.any(dim=0).nonzero()
-    if nz.shape[0] == 0:
-        return None
-    (y0, x0), (y1, x1) = nz.min(0).values.tolist(), nz.max(0).values.tolist()
-    box = (
-        slice(None),
-        slice(max(0, y0 - width - 1), y1 + width + 2),
-        slice(max(0, x0 - width - 1), x1 + width + 2),
-    )
-    t = target[box].float()[:, None]
-    k = 2 * width + 1
-    grown = F.max_pool2d(t, k, 1, width)[:, 0] > 0.5
-    shrunk = -F.max_pool2d(-t, k, 1, width)[:, 0] > 0.5
+def band_contrast(
+    classes: torch.Tensor, target: torch.Tensor, means: np.ndarray | None = None
+) -> float:
+    """Mean intensity in the band :data:`BAND` pixels wide just inside ``target`` minus just
+    outside it (1.0 if a band is empty), of the class map ``classes`` rendered with ``means``, or
+    of the image ``classes`` (``means=None``)."""
+    b = bbox(target.any(dim=0))
+    if b is None:
+        return 1.0
+    y0, x0, y1, x1 = b
+    p = BAND + 1  # the bands' reach and one pixel more
+    box = (slice(None), slice(max(0, y0 - p), y1 + p), slice(max(0, x0 - p), x1 + p))
     tb = target[box]
+    t = tb.float()[:, None]
+    grown = F.max_pool2d(t, 2 * BAND + 1, 1, BAND)[:, 0] > 0.5
+    shrunk = -F.max_pool2d(-t, 2 * BAND + 1, 1, BAND)[:, 0] > 0.5
     inner, outer = tb & ~shrunk, grown & ~tb
     if not inner.any() or not outer.any():
-        return None
-    return box, inner, outer
-
-
-def band_contrast(
-    classes: torch.Tensor, target: torch.Tensor, means: np.ndarray | None = None, width: int = 2
-) -> float:
-    """Mean intensity just inside ``target`` minus just outside it.
-
-    Of the class map ``classes`` rendered with class ``means``, or (``means=None``) of
-    the image ``classes`` itself. 1.0 when a band is empty.
-    """
-    bands = _bands(target, width)
-    if bands is None:
         return 1.0
-    box, inner, outer = bands
     if means is None:
         img = classes[box].float()
     else:
@@ -118,12 +103,10 @@ def render(
     rgb: bool = False,
     means: np.ndarray | None = None,
 ) -> torch.Tensor:
-    """Intensities ``(S, H, W)`` of a class map: random class means plus random textures.
+    """Intensities ``(S, H, W)`` of a class map: class ``means`` (default random) plus textures.
 
-    With ``target`` (a boolean ``(S, H, W)`` mask), class means are redrawn (up to
-    ten times) until the band just inside the target differs from the band just
-    outside by at least ``min_contrast``, so that the object can be seen. ``means``
-    (optional) gives the class means instead.
+    With a boolean ``target``, random means are redrawn (<= 10 times) until its inner and outer
+    bands differ by ``min_contrast``, so that the object can be seen.
     """
     s, h, w = classes.shape
     classes = classes.long()
@@ -230,11 +213,10 @@ def restyle(
     families: dict = TRAIN_APPEARANCE,
     strength: float = 1.0,
 ) -> torch.Tensor:
-    """A random restyling of ``x`` ``(S, H, W)`` in ``[0, 1]``; returns ``[0, 1]``.
+    """A random restyling of ``x`` ``(S, H, W)`` in ``[0, 1]``, into ``[0, 1]``.
 
-    ``style`` (:data:`STYLES`, default random) biases which noise and which field
-    of view are drawn; ``families`` lists the intensity mappings and noises drawn
-    from; ``strength`` in ``[0, 1]`` scales the probability of a non-trivial
+    ``style`` (:data:`STYLES`, default random) biases the noise and field of view; ``families``
+    lists the mappings and noises; ``strength`` in ``[0, 1]`` scales the chance of a non-trivial
     mapping and the noise and bias levels (0: only mild changes).
     """
     _, h, w = x.shape

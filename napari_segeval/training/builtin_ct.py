@@ -1,12 +1,8 @@
 """Train the built-in dense CT model on generated phantoms.
 
-``python -m napari_segeval.training.builtin_ct --minutes 13 --cases 60 --fg-prob 0.7
---cache /tmp/dense_cache60.npz`` (phantom seeds ``0 .. n_cases-1``). Patches are
-centred, with probability ``--fg-prob``, on a class drawn uniformly among those
-present; the loss is cross-entropy plus one minus the mean foreground Dice; the
-learning rate warms up over 3 % of the time budget, then decays as a cosine. The
-file (``weights_only=True`` loadable) holds ``state_dict``, the plans and a training
-record.
+Phantom seeds ``0 .. n_cases-1`` (the shipped command: docs/model_cards.md); patches centred,
+with probability ``--fg-prob``, on a class drawn uniformly among those present; loss CE + 1 -
+mean foreground Dice; the learning rate warms up over 3 % of the time budget, then a cosine.
 """
 
 from __future__ import annotations
@@ -19,18 +15,25 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from napari_segeval._atomic import atomic_path
-from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
+from napari_segeval.inference.intensity import (
+    IntensityStats,
+    clip_zscore,
+    foreground_intensity_stats,
+)
+from napari_segeval.inference.postprocess import min_volume_from_references
 from napari_segeval.inference.resample import resample_image, resample_labels
+from napari_segeval.models._checkpoint import load_state_strict, read_checkpoint
 from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS, BUILTIN_PLANS
+from napari_segeval.models.dense.unet import UNet3D, UNetConfig
+from napari_segeval.phantoms.ct import make_ct_case
 
 
 def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
     """Resampled, normalized training cases, intensity statistics, lesion thresholds."""
-    from napari_segeval.inference.intensity import IntensityStats
-    from napari_segeval.phantoms.ct import make_ct_case
-
     if cache is not None and cache.exists():
         z = np.load(cache, allow_pickle=False)
         if int(z["n"]) == n_cases and json.loads(str(z["spacing"])) == plans["spacing"]:
@@ -63,12 +66,7 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
 
 
 def lesion_thresholds(refs, plans: dict) -> dict[str, float]:
-    """nnU-Net v1 rule on the training references: smallest largest-component volume.
-
-    ``refs`` yields ``(labels, spacing)`` pairs.
-    """
-    from napari_segeval.inference.postprocess import min_volume_from_references
-
+    """nnU-Net v1's rule on ``(labels, spacing)`` pairs: smallest largest-component volume."""
     thr = min_volume_from_references(refs, plans["lesions"])
     return {str(k): round(v, 3) for k, v in thr.items()}
 
@@ -84,8 +82,8 @@ def class_index(lab: np.ndarray, num_classes: int) -> list[np.ndarray]:
 
 
 def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
-    """A patch: with ``fg_prob`` centred near a voxel of a class drawn uniformly among
-    the classes present (so small organs and lesions count as much as the liver)."""
+    """A patch, with ``fg_prob`` centred near a voxel of a class drawn uniformly among those
+    present (small organs and lesions count as much as the liver), with intensity jitter."""
     img = _pad_to(img, patch, float(img.min()))
     lab = _pad_to(lab, patch, 0)
     present = [idx for idx in index if len(idx)]
@@ -105,10 +103,7 @@ def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
 
 
 def patch_batch(rng, data: list, index: list, patch, batch: int, fg_prob: float) -> tuple:
-    """``batch`` patches (:func:`sample_patch`) of random cases ``data[i] = (image, labels)``:
-    tensors ``(B, 1, *patch)`` and ``(B, *patch)``."""
-    import torch
-
+    """``(B, 1, *patch)`` and ``(B, *patch)`` tensors of random cases' :func:`sample_patch`."""
     picks = rng.integers(len(data), size=batch)
     xs, ys = zip(
         *(sample_patch(rng, data[i][0], data[i][1], patch, index[i], fg_prob) for i in picks)
@@ -133,14 +128,11 @@ def lr_at(frac: float, lr0: float, warmup: float = 0.03) -> float:
 
 
 def ce_soft_dice(logits, target, num_classes, smooth=1e-5, weight=None, present_only=True):
-    """Cross-entropy plus one minus the mean foreground soft Dice, over the batch.
+    """Cross-entropy + 1 - mean foreground soft Dice over the batch.
 
-    ``present_only``: average the Dice over the foreground classes present in the batch
-    (all when none is), as ``1 - mean``; else ``mean(1 - dice)`` over all of them (the
-    2D U-Net's recipe, smoothing 1). The two orders round differently: both are kept.
+    ``present_only``: ``1 - mean`` over the classes present (all when none is); else
+    ``mean(1 - dice)`` over all (the 2D U-Net's recipe); they round differently: both kept.
     """
-    import torch.nn.functional as F
-
     ce = F.cross_entropy(logits, target, weight=weight)
     prob = logits.softmax(1)
     onehot = F.one_hot(target, num_classes).movedim(-1, 1).to(prob.dtype)
@@ -164,8 +156,6 @@ def segmentation_loss(logits, target, num_classes, weight=None):
 
 def save_checkpoint(net: Any, payload: dict, out: Path) -> None:
     """Write ``payload`` plus ``net``'s ``state_dict`` to ``out`` atomically (``torch.save``)."""
-    import torch
-
     state = {k: v.detach().clone() for k, v in net.state_dict().items()}
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out, overwrite=True) as tmp:
@@ -188,11 +178,6 @@ def train(
     patch_size: list[int] | None = None,
 ) -> dict:
     """Train for ``minutes`` and save the weights file to ``out``; returns the record."""
-    import torch
-
-    from napari_segeval.models._checkpoint import load_state_strict, read_checkpoint
-    from napari_segeval.models.dense.unet import UNet3D, UNetConfig
-
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -211,13 +196,8 @@ def train(
     cfg = UNetConfig(**plans["config"])
     net = UNet3D(cfg)
     if previous is not None and init is not None:
-        load_state_strict(
-            net,
-            previous.get("state_dict") if isinstance(previous, dict) else None,
-            init,
-            what,
-            "the built-in 3D U-Net",
-        )
+        state = previous.get("state_dict") if isinstance(previous, dict) else None
+        load_state_strict(net, state, init, what, "the built-in 3D U-Net")
     opt = torch.optim.AdamW(net.parameters(), lr=lr0, weight_decay=1e-5)
     budget = minutes * 60.0
     t1 = time.time()
@@ -236,7 +216,7 @@ def train(
                 f"it {it} t {elapsed / 60:.1f} min loss {np.mean(losses[-25:]):.4f} lr {lr:.2e}",
                 flush=True,
             )
-    record = {
+    record: dict[str, Any] = {
         "iterations": it,
         "train_minutes": round((time.time() - t1) / 60, 2),
         "prepare_seconds": round(prep_s, 1),
@@ -252,12 +232,9 @@ def train(
     }
     if previous is not None:
         record["previous"] = previous.get("training")
-    payload = dict(plans)
-    payload["intensity"] = stats.to_dict()
-    payload["lesion_min_mm3"] = thresholds
     record["total_minutes"] = round((time.time() - t0) / 60, 2)
-    payload["training"] = record
-    save_checkpoint(net, payload, out)
+    payload = {**plans, "intensity": stats.to_dict(), "lesion_min_mm3": thresholds}
+    save_checkpoint(net, {**payload, "training": record}, out)
     print(json.dumps(record), flush=True)
     return record
 
@@ -293,16 +270,9 @@ def main(argv=None) -> int:
         ("--patch", "patch_size", int, None),
     ):
         nargs = "+" if flag == "--class-weights" else (3 if flag == "--patch" else None)
-        metavar = flag[2:].upper().replace("-", "_")  # the flag's, as before ``dest``
-        p.add_argument(
-            flag,
-            dest=dest,
-            type=kind,
-            default=default,
-            nargs=nargs,
-            help=HELP.get(flag),
-            metavar=metavar,
-        )
+        kw: dict[str, Any] = dict(dest=dest, type=kind, default=default, nargs=nargs)
+        metavar = flag[2:].upper().replace("-", "_")  # the flag's, not ``dest``
+        p.add_argument(flag, help=HELP.get(flag), metavar=metavar, **kw)
     train(**vars(p.parse_args(argv)))
     return 0
 

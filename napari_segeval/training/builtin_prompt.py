@@ -1,11 +1,8 @@
 """Train the built-in promptable model: a class-agnostic box-and-click segmenter.
 
-``python -m napari_segeval.training.builtin_prompt`` (the shipped command:
-:data:`SHIPPED`) stops at ``--iterations`` or ``--minutes``, whichever comes first, on
-a cosine schedule fitted to it. Sources: :mod:`.prompt_sources`; episodes:
-:mod:`.prompt_examples`; every pass but the last runs without gradients. The recipe
-is in docs/model_cards.md. Output: :func:`napari_segeval.models.builtin_prompt.save_weights`'s
-format (``in_channels: 6``).
+Recipe and shipped command: docs/model_cards.md. Runs to ``--iterations`` or ``--minutes``,
+whichever ends first, on a cosine schedule fitted to it; stacks: :mod:`.prompt_sources`,
+episodes: :mod:`.prompt_examples`; output: :func:`~napari_segeval.models.builtin_prompt.save_weights`.
 """
 
 from __future__ import annotations
@@ -20,20 +17,11 @@ import torch
 import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import POINT_CHANNELS, PromptUNet, paste
-from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, save_weights
+from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, load_network, save_weights
 from napari_segeval.training.builtin_ct import optimizer_step
 from napari_segeval.training.prompt_examples import Episode, episode
 from napari_segeval.training.prompt_sources import Stack, phantom_stacks, scene_stack
 
-#: How the shipped weights were made (command, wall time on the shared 2-core machine).
-#: The last stage of a warm-started chain (docs/model_cards.md has the whole chain and
-#: what each stage measured); its ``--init`` file came from the stages before it.
-SHIPPED = (
-    "python -m napari_segeval.training.builtin_prompt --init STAGE2.pt --minutes 25 "
-    "--lr 5e-4 --threads 1 --seed 7 --scenes 40 --ct-cases 32 --echo-clips 8 "
-    "--rgb-images 4 --phantom-share 0.7 --paste-share 0.05: 1661 iterations, "
-    "28 min wall with one torch thread"
-)
 #: Share of episodes drawn from generated scenes, phantoms, and scene objects pasted on phantoms.
 SOURCES = {"scene": 0.30, "phantom": 0.55, "paste": 0.15}
 #: Share of each kind of phantom among the phantom episodes.
@@ -69,24 +57,18 @@ class Pool:
         p = np.array([self.sources[k] for k in kinds])
         while True:
             kind = str(rng.choice(kinds, p=p / p.sum()))
-            phantom = self._phantom(rng) if kind == "phantom" else None
-            if phantom is not None:
-                stack, bg = phantom, None
-            else:
+            stack = self._phantom(rng) if kind == "phantom" else None
+            bg = None
+            if stack is None:
                 stack = self.scenes[int(rng.integers(len(self.scenes)))]
-                bg = (
-                    self.backgrounds[int(rng.integers(len(self.backgrounds)))]
-                    if kind == "paste" and self.backgrounds
-                    else None
-                )
-            if not stack.present:
-                continue
-            ep = episode(stack, rng, bg)
-            if ep is not None:
+                if kind == "paste" and self.backgrounds:
+                    bg = self.backgrounds[int(rng.integers(len(self.backgrounds)))]
+            if stack.present and (ep := episode(stack, rng, bg)) is not None:
                 return ep
 
 
 def make_pool(args: argparse.Namespace, rng: np.random.Generator, log=print) -> Pool:
+    """The scenes and phantoms of the command's options."""
     t0 = time.time()
     scenes = [scene_stack(rng) for _ in range(args.scenes)]
     log(f"{len(scenes)} generated scenes in {time.time() - t0:.0f} s")
@@ -100,28 +82,17 @@ def make_pool(args: argparse.Namespace, rng: np.random.Generator, log=print) -> 
     )
 
 
-def _outputs(net: torch.nn.Module, eps: list[Episode], size: int) -> list[torch.Tensor]:
-    """Each episode's current pass, run by ``net``, pasted back to its frame."""
-    x = torch.stack([e.inputs(size) for e in eps])
-    prob = torch.sigmoid(net(x))
-    out = []
-    for e, p in zip(eps, prob):
-        win = torch.tensor([e.window], dtype=torch.float32)
-        out.append(paste(p[None], win, *e.target.shape)[0, 0])
-    return out
-
-
 def simulate(net: torch.nn.Module, eps: list[Episode], size: int, rng: np.random.Generator) -> None:
-    """Run every episode's passes but the last (no gradients, inference mode)."""
+    """Run every episode's passes but the last (no gradients, inference mode), each output
+    pasted back to its frame for the next click."""
     was_training = net.training
     net.eval()
     with torch.no_grad():
-        while True:
-            todo = [e for e in eps if e.passes > 1]
-            if not todo:
-                break
-            for e, prob in zip(todo, _outputs(net, todo, size)):
-                e.add_click(prob, rng)
+        while todo := [e for e in eps if e.passes > 1]:
+            prob = torch.sigmoid(net(torch.stack([e.inputs(size) for e in todo])))
+            for e, p in zip(todo, prob):
+                win = torch.tensor([e.window], dtype=torch.float32)
+                e.add_click(paste(p[None], win, *e.target.shape)[0, 0], rng)
                 e.passes -= 1
     net.train(was_training)
 
@@ -155,8 +126,6 @@ def initial_network(args: argparse.Namespace) -> PromptUNet:
     net = PromptUNet(width=args.width, depth=args.depth, in_channels=POINT_CHANNELS)
     if args.init is None:
         return net
-    from napari_segeval.models.builtin_prompt import load_network
-
     old, config = load_network(args.init)
     if (int(config["width"]), int(config["depth"])) != (args.width, args.depth):
         raise SystemExit(

@@ -1,11 +1,6 @@
-"""Simulated corrective clicks: where a person would click to fix a predicted mask.
-
-The evaluation's rule (:func:`napari_segeval.prompts.correction.error_regions`,
-:func:`~napari_segeval.prompts.correction.corrects_misses`: the larger error region,
-at its most interior pixel); training also draws a random deep pixel and sometimes the
-smaller region, so clicks do not always sit at the centre of an error. Coordinates are
-pixel centres ``(y, x)``.
-"""
+"""Simulated corrective clicks ``(y, x)`` at pixel centres: the evaluation's rule
+(:func:`napari_segeval.prompts.correction.interior_pixel`), or, in training, a random deep pixel and
+sometimes the smaller error region, so that clicks are not always central."""
 
 from __future__ import annotations
 
@@ -15,30 +10,19 @@ from scipy import ndimage
 from napari_segeval.prompts.correction import corrects_misses, error_regions, interior_pixel
 
 
-def _distance(region: np.ndarray) -> np.ndarray:
-    """Distance to the nearest pixel outside ``region`` (outside the image counts)."""
-    padded = np.pad(region, 1)
-    return ndimage.distance_transform_edt(padded)[1:-1, 1:-1]
-
-
 def interior_point(
-    region: np.ndarray, rng: np.random.Generator | None = None, depth: float = 0.5
+    region: np.ndarray, rng: np.random.Generator | None = None
 ) -> tuple[int, int] | None:
-    """The most interior pixel of ``region`` (``rng=None``), or a random deep one.
-
-    Without ``rng``: the evaluation's pixel
-    (:func:`napari_segeval.prompts.correction.interior_pixel`, ties to the first in
-    row-major order). With ``rng``, a random pixel among those at least ``depth``
-    times the largest distance from the boundary. ``None`` for an empty region.
-    """
+    """The evaluation's most interior pixel (``rng=None``), else a random pixel at least half
+    the largest distance from the boundary; ``None`` for an empty region."""
     region = np.asarray(region, bool)
     if not region.any():
         return None
     if rng is None:
         y, x, _ = interior_pixel(region)
         return y, x
-    dist = _distance(region)
-    ys, xs = np.nonzero(dist >= max(depth * float(dist.max()), min(1.0, float(dist.max()))))
+    dist = ndimage.distance_transform_edt(np.pad(region, 1))[1:-1, 1:-1]  # the border is outside
+    ys, xs = np.nonzero(dist >= max(0.5 * float(dist.max()), min(1.0, float(dist.max()))))
     k = int(rng.integers(ys.size))
     return int(ys[k]), int(xs[k])
 
@@ -49,14 +33,11 @@ def corrective_click(
     rng: np.random.Generator | None = None,
     other: float = 0.0,
 ) -> tuple[int, int, bool] | None:
-    """The next click ``(y, x, positive)`` that corrects ``prediction``, or ``None`` if exact.
+    """The click ``(y, x, positive)`` correcting ``prediction`` on one slice, ``None`` if exact.
 
-    Deterministic with ``rng=None``: the evaluation's rule on one slice
-    (:func:`napari_segeval.prompts.next_correction`'s click: the larger error
-    region, a tie going to the false negatives, at its most interior pixel). With
-    ``rng``, the pixel is a random deep one (:func:`interior_point`) and, with
-    probability ``other``, the smaller non-empty error region is corrected instead.
-    ``reference`` and ``prediction`` are boolean ``(H, W)`` masks of one slice.
+    ``rng=None``: :func:`napari_segeval.prompts.next_correction`'s click (the larger error
+    region, ties to the misses, its most interior pixel). With ``rng``: a random deep pixel,
+    and with probability ``other`` the smaller non-empty error region.
     """
     fn, fp = error_regions(reference, prediction)
     n_fn, n_fp = int(fn.sum()), int(fp.sum())

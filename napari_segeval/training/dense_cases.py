@@ -1,12 +1,8 @@
-"""Train the built-in 3D U-Net on a data set's own training cases, for a fixed number of steps.
-
-The trainer of the ``uncertainty`` protocol's ``li2026`` preset. It shares
-:mod:`.builtin_ct`'s patch sampler and loss, but trains on the given cases (resampled
-to their median spacing, nnU-Net's CT normalization for every modality) for
-``iterations`` steps, so a seed (and thread count) fixes the run. ``"sgd-poly"``: SGD
-(momentum 0.99, Nesterov, weight decay 3e-5) with ``lr0 * (1 - t/T)**0.9``;
-``"adamw-cosine"``: the built-in model's schedule; ``loss="duo"``: :mod:`.duo`.
-"""
+"""Train the built-in 3D U-Net on a data set's own cases for a fixed number of steps (the
+``uncertainty`` protocol's ``li2026`` trainer): :mod:`.builtin_ct`'s sampler and loss, cases
+resampled to their median spacing with nnU-Net's CT normalization; ``"sgd-poly"`` is nnU-Net's SGD
+(momentum 0.99, Nesterov, ``lr0 (1 - t/T)**0.9``), ``"adamw-cosine"`` :mod:`.builtin_ct`'s schedule,
+``loss="duo"`` :mod:`.duo`. A fixed step count lets a seed fix the run."""
 
 from __future__ import annotations
 
@@ -19,9 +15,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
+from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
+from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
+from napari_segeval.models.dense import BUILTIN_PLANS
+from napari_segeval.models.dense.unet import UNet3D, UNetConfig
+from napari_segeval.models.dense.unet2d import TorchThreads
+from napari_segeval.training.builtin_ct import (
+    class_index,
+    lr_at,
+    optimizer_step,
+    patch_batch,
+    save_checkpoint,
+    segmentation_loss,
+)
+from napari_segeval.training.duo import NOISE_START, duo_loss, noise_head
 
 OPTIMIZERS = ("sgd-poly", "adamw-cosine")
 LOSSES = ("ce-dice", "duo")
@@ -57,44 +68,15 @@ class DenseTrainConfig:
         return d
 
 
-def _optimizer(params: Any, config: DenseTrainConfig):
-    import torch
-
-    if config.optimizer == "sgd-poly":
-        return torch.optim.SGD(
-            params, lr=config.lr, momentum=0.99, nesterov=True, weight_decay=3e-5
-        )
-    return torch.optim.AdamW(params, lr=config.lr, weight_decay=1e-5)
-
-
 def _step_loss(
     net: Any, noise: Any, x: Any, y: Any, num_classes: int, config: DenseTrainConfig, step: int
 ) -> Any:
     """The batch loss: cross-entropy + soft Dice, or DUO (with the noise head)."""
-    from napari_segeval.training.builtin_ct import segmentation_loss
-
     if noise is None:
         return segmentation_loss(net(x), y, num_classes)
-    from napari_segeval.training.duo import NOISE_START, duo_loss
-
     h = net.features(x)
-    return duo_loss(
-        net.head(h),
-        noise(h),
-        y,
-        num_classes,
-        alpha=config.duo_alpha,
-        denoise=step >= NOISE_START * config.iterations,
-    )
-
-
-def _lr(config: DenseTrainConfig, step: int) -> float:
-    from napari_segeval.training.builtin_ct import lr_at
-
-    frac = step / max(config.iterations, 1)
-    if config.optimizer == "sgd-poly":
-        return config.lr * (1.0 - frac) ** 0.9
-    return lr_at(frac, config.lr)
+    denoise = step >= NOISE_START * config.iterations
+    return duo_loss(net.head(h), noise(h), y, num_classes, alpha=config.duo_alpha, denoise=denoise)
 
 
 def prepare_cases(
@@ -110,9 +92,6 @@ def prepare_cases(
     >>> spacing, cases[0][0].shape, cases[1][0].shape
     ((3.0, 1.0, 1.0), (3, 8, 8), (5, 8, 8))
     """
-    from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
-    from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
-
     target = median_spacing(spacings)
     stats = foreground_intensity_stats(zip(images, labels), source=f"{len(images)} training cases")
     out = []
@@ -136,48 +115,12 @@ def train_dense_cases(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> dict:
-    """Train the built-in 3D U-Net on ``images``/``labels`` and save it at ``out``.
+    """Train the built-in 3D U-Net on ``(z, y, x)`` volumes and label maps (ids ``0 ..
+    num_classes-1``, spacings in mm) and save it at ``out``; returns the training record.
 
-    Parameters
-    ----------
-    images, labels : sequences of numpy.ndarray
-        ``(z, y, x)`` volumes and their integer label maps (ids ``0 .. num_classes-1``).
-    spacings : sequence of (float, float, float)
-        Voxel size of each case, mm.
-    num_classes : int
-        Output classes, background included.
-    out : path
-        Weights file to write (atomically; replaced if present).
-    config : DenseTrainConfig, optional
-    structures : dict of int to str, optional
-        Names recorded in the plans.
-    modality : str
-        Recorded in the plans.
-    case_ids : sequence of str
-        Recorded in the training record.
-    progress : callable, optional
-        ``progress(step, iterations)`` every 10 steps and at the end.
-    cancel : threading.Event, optional
-        Checked every step.
-
-    Returns
-    -------
-    dict
-        The training record saved in the file (``iterations``, ``final_loss``,
-        ``seconds``, ``train_cases``, ``config`` ...).
+    ``structures`` and ``modality`` go into the plans, ``case_ids`` into the record;
+    ``progress(step, iterations)`` is called every 10 steps and at the end.
     """
-    import torch
-
-    from napari_segeval.models.dense._plans import BUILTIN_PLANS
-    from napari_segeval.models.dense.unet import UNet3D, UNetConfig
-    from napari_segeval.models.dense.unet2d import TorchThreads
-    from napari_segeval.training.builtin_ct import (
-        class_index,
-        optimizer_step,
-        patch_batch,
-        save_checkpoint,
-    )
-
     config = config or DenseTrainConfig()
     if config.optimizer not in OPTIMIZERS:
         raise SegEvalError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
@@ -203,15 +146,22 @@ def train_dense_cases(
         net = UNet3D(cfg)
         noise = None
         if config.loss == "duo":
-            from napari_segeval.training.duo import noise_head
-
             noise = noise_head(int(config.base_channels), cfg.num_classes)
-        opt = _optimizer([*net.parameters(), *(noise.parameters() if noise else [])], config)
+        params = [*net.parameters(), *(noise.parameters() if noise else [])]
+        sgd = config.optimizer == "sgd-poly"
+        opt: torch.optim.Optimizer
+        if sgd:
+            opt = torch.optim.SGD(
+                params, lr=config.lr, momentum=0.99, nesterov=True, weight_decay=3e-5
+            )
+        else:
+            opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=1e-5)
         patch = list(config.patch_size)
         for step in range(int(config.iterations)):
             check_cancel(cancel, "training")
+            frac = step / max(config.iterations, 1)
             for g in opt.param_groups:
-                g["lr"] = _lr(config, step)
+                g["lr"] = config.lr * (1.0 - frac) ** 0.9 if sgd else lr_at(frac, config.lr)
             x, y = patch_batch(rng, data, index, patch, config.batch, config.fg_prob)
             loss = _step_loss(net, noise, x, y, cfg.num_classes, config, step)
             losses.append(optimizer_step(opt, loss))
@@ -231,21 +181,19 @@ def train_dense_cases(
             f"{config.duo_alpha:g} S), targets denoised by a noise head"
         ),
     }
-    plans = json.loads(json.dumps(BUILTIN_PLANS))
-    plans.update(
-        {
-            "config": {**architecture, "levels": levels},
-            "spacing": [float(s) for s in spacing],
-            "patch_size": [int(p) for p in config.patch_size],
-            "modality": modality,
-            "structures": {str(k): str(v) for k, v in (structures or {}).items()},
-            "organs": [],
-            "lesions": [],
-            "lesion_min_mm3": {},
-            "intensity": stats.to_dict(),
-            "training": record,
-        }
-    )
+    plans = {
+        **json.loads(json.dumps(BUILTIN_PLANS)),
+        "config": {**architecture, "levels": levels},
+        "spacing": [float(s) for s in spacing],
+        "patch_size": [int(p) for p in config.patch_size],
+        "modality": modality,
+        "structures": {str(k): str(v) for k, v in (structures or {}).items()},
+        "organs": [],
+        "lesions": [],
+        "lesion_min_mm3": {},
+        "intensity": stats.to_dict(),
+        "training": record,
+    }
     save_checkpoint(net, plans, Path(out))
     return record
 

@@ -1,14 +1,7 @@
-"""Dynamic Uncertainty-aware Optimization (DUO) of Li et al., CVPR 2026, for the built-in trainer.
-
-Follows the authors' ``dynamic_uncertainty_aware_loss`` (github.com/Lry777/CVPR_AUV):
-each foreground class's base loss in each patch is divided by ``1 + alpha S[b, c]``,
-``S`` the semantic perception scale of the network's own logits (``D x HW``, singular
-values plus 1e-6, not detached; background 0), and targets are ``onehot (1 - n)`` with
-``n = sigmoid`` of a noise head (detached). Choices their code leaves open (listed in
-the ``li2026`` differences): the noise head starts at ``n ~ 0.018`` and, from
-:data:`NOISE_START` on, learns by BCE where the network's probability of the labelled
-class is below :data:`NOISE_THRESHOLD`; the base loss is BCE plus one minus soft Dice of
-the softmax probability. torch is imported inside the functions.
+"""DUO (Li et al., CVPR 2026) as the authors' ``dynamic_uncertainty_aware_loss``
+(github.com/Lry777/CVPR_AUV): per patch and foreground class, the base loss over
+``1 + alpha S[b, c]``, targets denoised by a noise head; our choices where their code is silent
+are the constants below (docs/protocols.md, ``li2026``). torch is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -32,10 +25,8 @@ SVD_EPS = 1e-6
 
 
 def semantic_scales(logits: torch.Tensor) -> torch.Tensor:
-    """``S[b, c]`` of ``logits`` ``(B, C, D, H, W)`` as their ``compute_all_semantic_scales('D_HW')``.
-
-    Class 0 (background) is 0. Differentiable (``torch.linalg.svdvals``).
-    """
+    """``S[b, c]`` of ``logits (B, C, D, H, W)`` as their ``compute_all_semantic_scales('D_HW')``:
+    normalized entropy of the ``D x HW`` singular values (+ :data:`SVD_EPS`); 0 for class 0."""
     import torch
 
     b, c, d, h, w = logits.shape
@@ -69,22 +60,8 @@ def duo_loss(
     alpha: float = ALPHA,
     denoise: bool = True,
 ) -> torch.Tensor:
-    """The DUO loss of one batch (module doc), plus the noise head's loss when ``denoise``.
-
-    Parameters
-    ----------
-    logits, noise_logits : torch.Tensor
-        ``(B, C, D, H, W)`` from the segmentation and noise heads.
-    target : torch.Tensor
-        ``(B, D, H, W)`` class indices.
-    num_classes : int
-        ``C``, background included.
-    alpha : float
-        Weight of the scale in the divisor ``1 + alpha S``.
-    denoise : bool
-        Apply the noise head's estimate to the targets and train the head
-        (False before :data:`NOISE_START`: the targets are the labels).
-    """
+    """The DUO loss of one batch (module doc) of ``(B, C, D, H, W)`` logits and ``(B, D, H, W)``
+    targets; ``denoise`` (from :data:`NOISE_START` on) denoises the targets and trains the head."""
     import torch
     import torch.nn.functional as F
 

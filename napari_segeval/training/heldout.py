@@ -1,13 +1,7 @@
-"""Held-out volumes: objects and appearances the built-in promptable model never trained on.
-
-The benchmark's volumes (``benchmarks/bench_builtin_prompt.py``): held-out shapes
-(:data:`~.shapes.HELDOUT_SHAPES`) and appearances (:data:`~.appearance.HELDOUT_APPEARANCE`),
-seeds >= :data:`HELDOUT_SEED_BASE`. Every object is kept visible: class means are redrawn
-until its inner and outer bands differ by :data:`MIN_CONTRAST`, the appearance up to ten
-times until the final image differs by :data:`FINAL_CONTRAST`; an object still unseen
-is dropped from the labels. :func:`make_tuning_volume` draws the training families
-(seeds 500-999), to tune settings without the held-out volumes.
-"""
+"""Held-out volumes (shapes, appearances, seeds >= :data:`HELDOUT_SEED_BASE`) the built-in
+promptable model never trained on, for ``benchmarks/bench_builtin_prompt.py``. Class means are
+redrawn until each object's bands differ by :data:`MIN_CONTRAST`, the appearance (<= 10 times) until
+the image's do by :data:`FINAL_CONTRAST`; an object still unseen leaves the labels."""
 
 from __future__ import annotations
 
@@ -35,7 +29,7 @@ def make_heldout_volume(
 def make_tuning_volume(
     seed: int, shape: Sequence[int] = (32, 128, 128)
 ) -> tuple[np.ndarray, np.ndarray]:
-    """As :func:`make_heldout_volume`, with the training families (seeds 500-999).
+    """As :func:`make_heldout_volume` with the training families (seeds 500-999), for tuning.
 
     Examples
     --------
@@ -78,15 +72,10 @@ def _volume(seed: int, shape, families, looks: dict) -> tuple[np.ndarray, np.nda
 
 def _visible_means(rng, classes: torch.Tensor, labels: torch.Tensor, n: int) -> np.ndarray:
     best, best_score = None, -1.0
+    masks = [labels == k for k in range(1, int(labels.max()) + 1)]
     for _ in range(50):
         means = appearance.class_means(rng, n)
-        score = min(
-            (
-                abs(appearance.band_contrast(classes, labels == k, means))
-                for k in range(1, int(labels.max()) + 1)
-            ),
-            default=1.0,
-        )
+        score = min((abs(appearance.band_contrast(classes, m, means)) for m in masks), default=1.0)
         if score >= MIN_CONTRAST:
             return means
         if score > best_score:

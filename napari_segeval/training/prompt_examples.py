@@ -1,22 +1,7 @@
-"""Training episodes of the built-in promptable model: a start, then simulated corrections.
-
-An :class:`Episode` is one frame of one object: a start, then a few corrective clicks,
-its passes following :mod:`napari_segeval.models._prompt_walks`. Starts:
-
-- ``box``: a walk's first frame (prior and box channel = the jittered box's mask);
-- ``prop``: a propagation step from a drifted neighbouring mask (1-2 slices away, also
-  past the object's ends, where the target is empty);
-- ``propbox``: a propagation step onto a frame with a box, its prior sometimes empty or
-  wrong (inference no longer makes this pass; the shipped weights were trained with it);
-- ``points``: clicks only, the first inside the object, no base pass;
-- ``mask``: a painted mask is the frame's output, no base pass;
-- ``fix``: a badly wrong output (another object, a leak, a part, a rough mask).
-
-Each click pass takes the frame's current output as its prior and the click maps so far
-(window: the box's, the mask prompt's, or :func:`~napari_segeval.models._prompt_net.refine_window`);
-the next click corrects that output (:mod:`.clicks`). Training runs every pass but the
-last without gradients (RITM's recipe).
-"""
+"""Training episodes of the built-in promptable model (RITM's recipe; docs/model_cards.md): one
+frame of one object, a start (:data:`STARTS`; ``propbox``, a box met mid-walk, is a pass that
+inference no longer makes but the shipped weights were trained with), then corrective clicks
+(:mod:`.clicks`) on the frame's own output, passes as :mod:`napari_segeval.models._prompt_walks`."""
 
 from __future__ import annotations
 
@@ -28,17 +13,20 @@ import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import (
     CLICK_SIDE,
-    CONTEXT,
     click_maps,
     crop,
     refine_window,
     window_from_bbox,
     window_from_points,
 )
+from napari_segeval.models._prompt_walks import bbox
+from napari_segeval.training.appearance import blur, smooth_noise
 from napari_segeval.training.clicks import corrective_click, interior_point
 from napari_segeval.training.prompt_sources import Stack, frames
 
-#: Probabilities of the starts of a volume's episode (2D stacks: box/points/mask only).
+#: Probabilities of a volume's starts (2D stacks: no propagation): a jittered box, a propagation
+#: step from a drifted neighbouring mask (also past the object's ends), a box with an empty or
+#: wrong prior, clicks only, a painted mask, a badly wrong output to fix (:func:`corrupt`).
 STARTS = {"box": 0.18, "prop": 0.33, "propbox": 0.12, "points": 0.15, "mask": 0.10, "fix": 0.12}
 #: Share of propagation steps drawn at the ends of an object, and of those stale.
 END_FRACTION, STALE_FRACTION = 0.5, 0.5
@@ -53,15 +41,6 @@ CLICKS = {
 }
 
 
-def bbox(mask: torch.Tensor) -> tuple[int, int, int, int] | None:
-    """``(y0, x0, y1, x1)`` (exclusive ends) of a 2D mask, or ``None`` if empty."""
-    nz = mask.nonzero()
-    if nz.shape[0] == 0:
-        return None
-    lo, hi = nz.min(0).values.tolist(), nz.max(0).values.tolist()
-    return lo[0], lo[1], hi[0] + 1, hi[1] + 1
-
-
 def _tight(mask: torch.Tensor) -> tuple[int, int, int, int]:
     """:func:`bbox` of a mask known to be non-empty."""
     box = bbox(mask)
@@ -73,7 +52,7 @@ def _tight(mask: torch.Tensor) -> tuple[int, int, int, int]:
 def jitter_box(
     box: tuple[int, int, int, int], h: int, w: int, rng: np.random.Generator
 ) -> tuple[int, int, int, int]:
-    """A box drawn around an object: tight, slightly inside, loose (MedSAM2: 0-20 px out) or mixed.
+    """A box around an object: tight, slightly inside, loose (MedSAM2: 0-20 px out) or mixed.
 
     Examples
     --------
@@ -116,8 +95,6 @@ def painted(mask: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
     """A rough hand-painted version of ``mask``: drifted, with a wobbly outline."""
     m = drift(mask, rng)
     if rng.random() < 0.6:
-        from napari_segeval.training.appearance import blur, smooth_noise
-
         h, w = m.shape
         wobble = smooth_noise(rng, 1, h, w, int(rng.integers(4, 12)))[0]
         m = (blur(m[None], 2.0)[0] + rng.uniform(0.05, 0.25) * wobble > 0.5).float()
@@ -127,16 +104,14 @@ def painted(mask: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
 def _jitter_window(win, rng: np.random.Generator):
     cy, cx, half = win
     half *= float(rng.uniform(0.85, 1.2))
-    return (
-        cy + float(rng.uniform(-0.1, 0.1)) * half,
-        cx + float(rng.uniform(-0.1, 0.1)) * half,
-        half,
-    )
+    dy, dx = float(rng.uniform(-0.1, 0.1)), float(rng.uniform(-0.1, 0.1))
+    return cy + dy * half, cx + dx * half, half
 
 
 @dataclass
 class Episode:
-    """One frame's passes: planes ``(H, W)``, prompts, the window, passes still to run."""
+    """One frame's passes: planes ``(H, W)``, prompts, the window, passes still to run; click
+    passes use the window of the frame's box (``region``) or mask prompt (``painted``)."""
 
     cur: torch.Tensor
     prev: torch.Tensor
@@ -148,8 +123,8 @@ class Episode:
     start: str
     points: list = field(default_factory=list)
     base: bool = True
-    region: tuple | None = None  # the frame's box (click passes use its window)
-    painted: torch.Tensor | None = None  # the frame's mask prompt (likewise)
+    region: tuple | None = None
+    painted: torch.Tensor | None = None
 
     def inputs(self, size: int) -> torch.Tensor:
         """Network input ``(6, size, size)`` of the next pass."""
@@ -177,7 +152,7 @@ class Episode:
 
 
 def _start_window(ep_box, rng):
-    return _jitter_window(window_from_bbox(*ep_box, context=CONTEXT), rng)
+    return _jitter_window(window_from_bbox(*ep_box), rng)
 
 
 def episode(
@@ -220,12 +195,9 @@ def episode(
                 prior = zeros
             elif r < 0.5:  # a leaked or wrong prior
                 other = _orient(stack.labels[[zp]], flip)[0]
-                prior = drift(
-                    ((other > 0) & (other != lab)).float()
-                    if rng.random() < 0.5
-                    else F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0],
-                    rng,
-                )
+                wrong = ((other > 0) & (other != lab)).float()
+                leak = F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0]
+                prior = drift(wrong if rng.random() < 0.5 else leak, rng)
             w = _start_window(b, rng)
             return Episode(
                 cur, prev, target, _box_mask(b, target.shape), prior, w, 1 + k, start, region=b
@@ -254,8 +226,6 @@ def corrupt(
     target: torch.Tensor, labels: torch.Tensor, lab: int, rng: np.random.Generator
 ) -> torch.Tensor:
     """A badly wrong output for ``target``: another object, a leak, a part, or a rough mask."""
-    from napari_segeval.training.appearance import smooth_noise
-
     r = rng.random()
     others = [int(v) for v in torch.unique(labels).tolist() if v and v != lab]
     if r < 0.3 and others:
@@ -284,7 +254,7 @@ def _points_window(points, target: torch.Tensor, rng: np.random.Generator):
 
 
 def _prop_frames(zs: np.ndarray, n: int, rng: np.random.Generator):
-    """Current frame, prior's frame and whether the prior is stale (module doc)."""
+    """Current frame, prior's frame and whether the prior is stale (near an end, stepping out)."""
     if rng.random() < END_FRACTION:  # near an end of the extent, stepping outward
         k = int(rng.integers(min(3, len(zs))))
         zp, step = (int(zs[k]), -1) if rng.random() < 0.5 else (int(zs[-1 - k]), 1)

@@ -1,10 +1,6 @@
-"""Training stacks of the built-in promptable model and the frames it sees of them.
-
-Stack kinds: ``scene`` (generated objects, :mod:`.shapes`, rendered afresh each time),
-``ct`` (CT phantoms under a random window, maybe restyled mildly), ``us`` (echo clips,
-restyled) and ``rgb`` (colour phantoms turned grey). :func:`frames` also pastes a
-generated object on a phantom's frames.
-"""
+"""Training stacks of the built-in promptable model and the frames it sees of them: ``scene``
+(:mod:`.shapes`, rendered afresh each time), ``ct`` (phantoms under a random window), ``us`` (echo
+clips) and ``rgb`` (colour phantoms turned grey); :func:`frames` also pastes objects."""
 
 from __future__ import annotations
 
@@ -14,6 +10,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from napari_segeval.phantoms.ct import make_ct_case
+from napari_segeval.phantoms.echo import make_echo_clip
+from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
 from napari_segeval.training import appearance, shapes
 
 #: In-plane sizes of generated stacks (their objects scale with them only in part).
@@ -40,27 +39,17 @@ class Stack:
                 self.present[int(k)] = np.nonzero((lab == k).any(axis=(1, 2)))[0]
 
 
-def scene_stack(
-    rng: np.random.Generator, families=shapes.TRAIN_SHAPES, depth: tuple[int, int] = (12, 40)
-) -> Stack:
+def scene_stack(rng: np.random.Generator, depth: tuple[int, int] = (12, 40)) -> Stack:
     """A generated scene as a stack (``depth`` slices, one of :data:`SCENE_SIZES` in-plane)."""
     side = int(rng.choice(SCENE_SIZES))
     nz = int(rng.integers(depth[0], depth[1] + 1))
-    s = shapes.make_scene(rng, (nz, side, side), families)
-    return Stack(
-        "scene",
-        torch.from_numpy(s.labels),
-        classes=torch.from_numpy(s.classes.astype(np.int16)),
-        n_classes=s.n_classes,
-    )
+    s = shapes.make_scene(rng, (nz, side, side))
+    classes = torch.from_numpy(s.classes.astype(np.int16))
+    return Stack("scene", torch.from_numpy(s.labels), classes=classes, n_classes=s.n_classes)
 
 
 def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]:
     """CT, echo and 2D colour phantoms of seeds ``0 .. n-1`` (all below 1000)."""
-    from napari_segeval.phantoms.ct import make_ct_case
-    from napari_segeval.phantoms.echo import make_echo_clip
-    from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
-
     out = []
     for seed in range(n_ct):
         shape = CT_SHAPES[seed % len(CT_SHAPES)]
@@ -85,7 +74,7 @@ def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]
 
 
 def ct_window(rng: np.random.Generator, hu: torch.Tensor, volume: torch.Tensor) -> torch.Tensor:
-    """HU to ``[0, 1]`` through a random window (see the module doc)."""
+    """HU to ``[0, 1]`` through a random window (abdomen-like, wide, narrow, min-max, percentiles)."""
     r = rng.random()
     if r < 0.55:
         lo, width = rng.uniform(-20, 80), rng.uniform(250, 500)
@@ -130,11 +119,8 @@ def frames(
     label: int,
     background: Stack | None = None,
 ) -> torch.Tensor:
-    """Frames ``idx`` of ``stack`` in ``[0, 1]`` with a random appearance.
-
-    ``label`` is the example's object (its contrast with what surrounds it is kept
-    visible when rendering a scene). With ``background`` (a phantom), the object of
-    the scene ``stack`` is pasted on that phantom's frames instead.
+    """Frames ``idx`` of ``stack`` in ``[0, 1]`` with a random appearance, object ``label`` kept
+    visible in a scene; with a phantom ``background``, the scene's object pasted on its frames.
 
     Examples
     --------
@@ -161,13 +147,12 @@ def frames(
         )
         return appearance.restyle(rng, img)
     img = _unit(rng, stack, idx)
-    style = {"ct": "ct", "us": "us"}.get(stack.kind, "rgb")
     ct = stack.kind == "ct"
     if rng.random() < (0.5 if ct else 0.3):  # as the phantom is
         return img
-    style_or_none = style if rng.random() < 0.7 else None
+    style = stack.kind if rng.random() < 0.7 else None  # a phantom's kind is its style
     strength = float(rng.uniform(0.0, 0.7 if ct else 1.0))
-    return appearance.restyle(rng, img, style=style_or_none, strength=strength)
+    return appearance.restyle(rng, img, style=style, strength=strength)
 
 
 def _unit(rng: np.random.Generator, stack: Stack, idx: list[int]) -> torch.Tensor:

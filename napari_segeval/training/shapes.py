@@ -1,11 +1,6 @@
-"""Random 3D objects in cluttered scenes: what the built-in promptable model learns to segment.
-
-A :class:`Scene` holds a few objects (labels ``1..K``) on random tissue classes; they
-begin and end inside the stack, drift, grow, twist, touch, overlap, nest and may have
-inner classes. Families: :data:`TRAIN_SHAPES` and :data:`HELDOUT_SHAPES` (never seen
-in training); described in docs/model_cards.md. Numpy only, deterministic given a
-:class:`numpy.random.Generator`.
-"""
+"""Random 3D objects in cluttered scenes, what the built-in promptable model learns to segment
+(families described in docs/model_cards.md; :data:`HELDOUT_SHAPES` never seen in training),
+deterministic given a :class:`numpy.random.Generator`."""
 
 from __future__ import annotations
 
@@ -25,24 +20,13 @@ MIN_VOXELS = 24
 
 @dataclass
 class Scene:
-    """Objects (``labels``, 0 = background) and render classes of a generated stack.
-
-    ``classes`` assigns every voxel one of ``n_classes`` classes that
-    :func:`napari_segeval.training.appearance.render` gives an intensity and a texture:
-    background tissue classes and each object's inner classes.
-    """
+    """Objects (``labels``, 0 = background) of a generated stack, and every voxel's render
+    class (tissue or an object's inner class) of ``n_classes`` for :func:`.appearance.render`."""
 
     labels: np.ndarray
     classes: np.ndarray
     n_classes: int
     families: tuple[str, ...]
-
-
-def _grid(lo: Sequence[int], hi: Sequence[int]) -> tuple[np.ndarray, ...]:
-    return tuple(
-        np.arange(a, b, dtype=np.float32).reshape([-1 if i == k else 1 for i in range(3)])
-        for k, (a, b) in enumerate(zip(lo, hi))
-    )
 
 
 def _params(rng: np.random.Generator, shape: Sequence[int], radius: float | None) -> dict:
@@ -84,11 +68,8 @@ def _frame(p: dict, z: np.ndarray, y: np.ndarray, x: np.ndarray, nz: int):
 
 
 def _field(rng: np.random.Generator, shape: Sequence[int], coarse_xy: int) -> np.ndarray:
-    """Smooth random field (unit-ish amplitude): a coarse normal grid, linear in z, bicubic in-plane.
-
-    Much faster than :func:`~napari_segeval.phantoms._fields.smooth_field` (cubic
-    splines along every axis) on full stacks, and as smooth in-plane.
-    """
+    """Smooth random field (unit-ish amplitude): a coarse normal grid, linear in z, bicubic
+    in-plane; much faster than cubic splines along every axis on full stacks."""
     import torch
     import torch.nn.functional as F
 
@@ -189,20 +170,14 @@ def draw_object(
     p = _params(rng, shape, radius)
     reach = p["r"] * (1.6 + abs(p["grow"])) * (1.4 if family in ("thin", "deformed") else 1.0)
     reach += float(np.abs(p["drift"]).sum()) + 2
-    lo = [
-        max(0, int(p["cz"] - p["hz"]) - 1),
-        max(0, int(p["cy"] - reach)),
-        max(0, int(p["cx"] - reach)),
-    ]
-    hi = [
-        min(shape[0], int(p["cz"] + p["hz"]) + 2),
-        min(shape[1], int(p["cy"] + reach) + 1),
-        min(shape[2], int(p["cx"] + reach) + 1),
-    ]
+    # the sub-grid the object can reach: (centre, half-extent, margin) per axis
+    extent = ((p["cz"], p["hz"], 1), (p["cy"], reach, 0), (p["cx"], reach, 0))
+    lo = [max(0, int(c - r) - m) for c, r, m in extent]
+    hi = [min(n, int(c + r) + m + 1) for n, (c, r, m) in zip(shape, extent)]
     out = np.zeros(shape, bool)
     if min(b - a for a, b in zip(lo, hi)) < 1:
         return out
-    grids = _grid(lo, hi)
+    grids = tuple(g.astype(np.float32) for g in np.ogrid[tuple(map(slice, lo, hi))])
     if family == "thin":
         inside = _thin(rng, p, grids, shape)
     else:
@@ -296,11 +271,8 @@ def _nest(rng, family: str, shape, host: np.ndarray) -> np.ndarray:
     obj = draw_object(rng, family, shape, radius=max(radius, 2.0))
     if not obj.any():
         return obj
-    centre = [int(np.mean(a)) for a in np.nonzero(obj)]
-    moved = np.roll(
-        obj, (int(zz) - centre[0], int(yy) - centre[1], int(xx) - centre[2]), axis=(0, 1, 2)
-    )
-    return largest_component(moved & host)
+    shift = [int(at) - int(np.mean(a)) for at, a in zip((zz, yy, xx), np.nonzero(obj))]
+    return largest_component(np.roll(obj, shift, axis=(0, 1, 2)) & host)
 
 
 def _drop_covered(labels: np.ndarray, fams: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -308,6 +280,5 @@ def _drop_covered(labels: np.ndarray, fams: list[str]) -> tuple[np.ndarray, list
     counts = np.bincount(labels.ravel(), minlength=len(fams) + 1)
     keep = [k for k in range(1, len(fams) + 1) if counts[k] >= MIN_VOXELS]
     lut = np.zeros(len(fams) + 1, np.uint8)
-    for new, old in enumerate(keep, start=1):
-        lut[old] = new
+    lut[keep] = np.arange(1, len(keep) + 1)
     return lut[labels], [fams[k - 1] for k in keep]

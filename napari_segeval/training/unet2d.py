@@ -2,7 +2,7 @@
 
 Images are resized to the recipe's size (labels nearest) and normalized per channel
 with the training images' statistics; random flips, cross-entropy + soft Dice, AdamW
-with cosine decay, deterministic given the seed. torch is imported inside functions.
+with cosine decay, deterministic given the seed.
 """
 
 from __future__ import annotations
@@ -11,8 +11,11 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from napari_segeval._errors import InvalidImageError, SegEvalError
+from napari_segeval.models._device import pick_device
 from napari_segeval.models.dense.unet2d import (
     TorchThreads,
     TrainConfig2D,
@@ -21,6 +24,7 @@ from napari_segeval.models.dense.unet2d import (
     build_network,
     resize2d,
 )
+from napari_segeval.training.builtin_ct import ce_soft_dice, optimizer_step
 
 
 def train_unet2d(
@@ -33,35 +37,9 @@ def train_unet2d(
     structures: dict[int, str] | None = None,
     device: str | None = "cpu",
 ) -> UNet2DModel:
-    """Train a 2D U-Net on ``images`` / ``labels`` (label ids ``0 .. num_classes-1``).
-
-    Parameters
-    ----------
-    images : sequence of numpy.ndarray
-        ``(H, W)`` grey or ``(H, W, 3)`` colour images (sizes may differ).
-    labels : sequence of numpy.ndarray
-        Integer label maps of the same ``(H, W)`` as their image.
-    num_classes : int
-        Output classes, background included.
-    config : TrainConfig2D, optional
-        The recipe (default :class:`TrainConfig2D`).
-    case_ids : sequence of str
-        Names of the training cases, recorded in the model.
-    structures : dict of int to str, optional
-        Label id -> name, recorded in the model.
-    device : str, optional
-        ``"cpu"`` (default), ``"cuda"``, or None/``"auto"`` for the best available.
-
-    Returns
-    -------
-    UNet2DModel
-    """
-    import torch
-    import torch.nn.functional as F
-
-    from napari_segeval.models._device import pick_device
-    from napari_segeval.training.builtin_ct import ce_soft_dice
-
+    """Train a 2D U-Net on ``(H, W)`` grey or ``(H, W, 3)`` images (sizes may differ) and
+    their label maps (ids ``0 .. num_classes-1``), recording ``case_ids`` and ``structures``.
+    ``device=None`` or ``"auto"``: the best available."""
     cfg = config or TrainConfig2D()
     if not images or len(images) != len(labels):
         raise SegEvalError(
@@ -117,11 +95,8 @@ def train_unet2d(
                 loss = ce_soft_dice(logits, yb.to(dev), num_classes, 1.0, present_only=False)
             else:
                 loss = F.cross_entropy(logits, yb.to(dev)) + torch.zeros(())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            losses.append(optimizer_step(opt, loss))
             sched.step()
-            losses.append(float(loss.detach()))
     net.eval()
     meta = {
         "in_channels": cin,
