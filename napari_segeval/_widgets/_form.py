@@ -17,11 +17,8 @@ Item = QWidget | QLayout | int
 
 
 def form(*widgets: Widget) -> QWidget:
-    """A Qt form of magicgui ``widgets``: one row each, labelled by its ``label``, no margins.
-
-    A ``QFormLayout``, not a magicgui ``Container``: under napari's stylesheet the latter
-    pushes a long label's input out of line with the others.
-    """
+    """A Qt form of magicgui ``widgets`` (one labelled row each, no margins): not a magicgui
+    ``Container``, which under napari's stylesheet pushes a long label's input out of line."""
     box = QWidget()
     layout = QFormLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)

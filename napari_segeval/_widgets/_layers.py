@@ -28,11 +28,9 @@ def _choices(viewer: Any, kind: type[Image | Labels], _widget: Any) -> list[tupl
 
 
 class LayerPicker(QWidget):
-    """Combo boxes bound to a :class:`ViewerState`, following the viewer's layer list.
+    """Combo boxes bound both ways to a :class:`ViewerState`, following the viewer's layers.
 
-    Each ``combos[role]`` (``roles``: some of :data:`ROLES`) lists the layers of the role's
-    class after :data:`NONE` (magicgui does not report a change to None); a change writes
-    the state, and the combo boxes follow the state's changes.
+    Each lists :data:`NONE` first (magicgui does not report a change to None).
     """
 
     def __init__(self, viewer: Any, state: ViewerState, roles: Sequence[str] = ROLES) -> None:

@@ -40,11 +40,8 @@ def describe_layer(layer) -> dict[str, str]:
 
 
 class CaseWidget(QWidget):
-    """Pick the image and reference-label layers of the case and show their geometry.
-
-    ``fields`` show :func:`describe_layer`, ``status`` whether the reference lines up with
-    the image, ``display`` the image modality's display presets (a new image: the first).
-    """
+    """Pick the image and reference layers of the case, show their geometry and whether they
+    line up; ``display``: the image modality's display presets (a new image: the first)."""
 
     def __init__(
         self, napari_viewer: napari.viewer.Viewer, state: ViewerState | None = None
@@ -74,8 +71,7 @@ class CaseWidget(QWidget):
         self.colours = ColourLanguage(napari_viewer, self.state)
         self.state.events.image.connect(self._on_state)
         self.state.events.reference.connect(self._on_state)
-        self._refresh_fields()
-        self._fill_display()
+        self._on_state()
 
     def _on_state(self) -> None:
         self._refresh_fields()

@@ -51,11 +51,8 @@ DISAGREEMENT_COLOURS = {"lost": "#ff5030", "gained": "#30d0ff", "changed": "#ffd
 
 @dataclass(frozen=True)
 class Look:
-    """How one Labels layer is drawn.
-
-    ``colours`` maps a label id to ``#rrggbb``, ``None`` every other id (the background is
-    transparent); ``contour`` is napari's: 0 fills, more draws an outline that wide.
-    """
+    """How one Labels layer is drawn: ``colours`` by label id (``None``: every other id, the
+    background transparent) and napari's ``contour`` (0 fills, more: an outline that wide)."""
 
     colours: dict[int | None, str]
     contour: int
@@ -175,11 +172,8 @@ def legend_html(structures: Mapping[int, str]) -> str:
 
 
 class ColourLanguage:
-    """Keeps the case's Labels layers drawn in the colour language.
-
-    Each layer the state names is drawn as its role; the reference is renamed as one
-    and kept above the predictions, so its outline is never hidden under a fill.
-    """
+    """Keeps the case's Labels layers drawn in the colour language; the reference is renamed
+    as one and kept above the predictions, so its outline is never hidden under a fill."""
 
     def __init__(self, viewer: Any, state: Any) -> None:
         self.viewer = viewer

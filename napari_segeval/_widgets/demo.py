@@ -1,8 +1,7 @@
 """``segeval demo``: the CT sample, a liver box, propagation, an attack, the Dice panel.
 
-It runs the panels a person uses, chaining their jobs. ``compare=True`` ends in compare
-mode; ``correct=True`` (no attack) corrects the liver on its largest badly wrong slice
-with the ``interactive`` protocol's prompt rule, then *Re-propagate*.
+It chains the jobs of the panels a person uses; ``correct=True`` (no attack) corrects the
+liver's worst slice with the ``interactive`` protocol's prompt rule, then re-propagates.
 """
 
 from __future__ import annotations
@@ -227,10 +226,8 @@ def _finish(
     done: Callable[[], Any],
     failure: Callable[[], str | None],
 ) -> Path | None:
-    """Hand over to napari; with ``screenshot``, wait for ``done()``, save the window, close.
-
-    Raises ``SegEvalError(failure())`` instead when that is a message.
-    """
+    """Hand over to napari; with ``screenshot``, wait for ``done()``, save the window, close
+    (or raise ``SegEvalError(failure())`` when that is a message)."""
     import napari
 
     from napari_segeval._errors import SegEvalError
@@ -257,10 +254,7 @@ def _finish(
 def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None:
     """Open napari with the demo; with ``screenshot``, save the window there and return.
 
-    Raises
-    ------
-    SegEvalError
-        When propagation or the attack fails (the message says why).
+    A failed propagation or attack raises ``SegEvalError`` (its message says why).
     """
     viewer = _viewer("napari-segeval demo")
     demo = DemoRun(viewer, **kwargs)
@@ -275,10 +269,8 @@ def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None
 
 
 def show_results(viewer: Any, results: str | Path) -> Any:
-    """Dock the *Results* and *Evaluate* panels, open ``results`` and select its worst row.
-
-    Returns the Results panel; wait for ``panel.loaded`` before looking at the layers.
-    """
+    """Dock the *Results* and *Evaluate* panels, open ``results``, select its worst row; returns
+    the Results panel (wait for ``panel.loaded`` before looking at the layers)."""
     from napari_segeval._widgets.results.panel import ResultsPanel
 
     panel = ResultsPanel(viewer)
@@ -297,13 +289,8 @@ def show_results(viewer: Any, results: str | Path) -> Any:
 
 
 def run_results_demo(results: str | Path, screenshot: str | Path | None = None) -> Path | None:
-    """Open napari on a results folder with its worst row shown; optionally save a screenshot.
-
-    Raises
-    ------
-    SegEvalError
-        When the folder cannot be opened or its worst case cannot be loaded.
-    """
+    """Open napari on a results folder with its worst row shown; optionally save a screenshot
+    (``SegEvalError`` when the folder or its worst case cannot be opened)."""
     import time
 
     viewer = _viewer("napari-segeval results browser")

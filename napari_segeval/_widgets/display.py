@@ -33,10 +33,8 @@ MAX_SAMPLES = 1_000_000
 
 @dataclass(frozen=True)
 class DisplayPreset:
-    """One display preset: a CT ``window`` (level, width) in HU, ``percentiles`` (low, high)
-    of the non-zero finite voxels, or (neither) the full range; ``name`` is what the Case
-    panel lists (``"lung W1500 L-600"``, ``"0.5-99.5 %"``).
-    """
+    """A display preset: a CT ``window`` (level, width) in HU, ``percentiles`` (low, high) of
+    the non-zero finite voxels, or (neither) the full range; ``name``: as the Case panel lists."""
 
     name: str
     window: tuple[float, float] | None = None
@@ -71,11 +69,9 @@ def _sample(data: np.ndarray) -> np.ndarray:
 
 def _finite_range(data: np.ndarray) -> tuple[float, float]:
     values = np.asarray(data)
-    if values.size == 0 or (values.dtype.kind == "f" and not np.isfinite(values).any()):
-        return 0.0, 1.0
     if values.dtype.kind == "f":
         values = values[np.isfinite(values)]
-    return float(values.min()), float(values.max())
+    return (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
 
 
 def percentile_limits(data: np.ndarray, low: float, high: float) -> tuple[float, float]:

@@ -90,11 +90,8 @@ def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
 
 
 def attacked_image(viewer: Any, state: ViewerState) -> Any:
-    """The attacked image layer: ``state.attacked_image`` while in the viewer, or None.
-
-    Else the last Image layer of the image's shape named ``attacked`` or ``perturbed``
-    (not ``perturbation``), for layers a person opened.
-    """
+    """``state.attacked_image`` while in the viewer, else the last Image layer of the image's
+    shape named ``attacked`` or ``perturbed`` (not ``perturbation``: layers a person opened)."""
     from napari.layers import Image
 
     image, chosen = state.image, state.attacked_image
@@ -123,10 +120,9 @@ def _aligned(value: tuple, ndim: int, current: tuple) -> tuple:
 
 
 class CompareView(QWidget):
-    """Three linked canvases showing reference, clean and attacked predictions.
+    """Three linked canvases docked below the viewer: reference, clean and attacked predictions.
 
-    Docked at the bottom of ``viewer``'s window. ``models`` holds the views' viewer models,
-    keyed as :data:`PANES`; ``sources`` the main viewer's layers each view mirrors.
+    ``models``: the views' viewer models by :data:`PANES` key; ``sources``: the layers mirrored.
     """
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
@@ -194,7 +190,7 @@ class CompareView(QWidget):
         """Mirror the case's current layers into the three views and align them.
 
         Only panes whose sources changed are refilled: emptying a napari view runs a full
-        garbage collection (about half a second with torch loaded).
+        garbage collection.
         """
         s = self.state
         attacked = attacked_image(self.viewer, s)
@@ -318,11 +314,7 @@ class CompareView(QWidget):
 
 
 class CompareBar(QWidget):
-    """The Evaluate widget's display options: compare mode, disagreement, outlines, legend.
-
-    Its :class:`ColourLanguage` keeps the case's layers drawn; ``view`` is the open
-    :class:`CompareView` or None.
-    """
+    """The Evaluate widget's display options: compare mode, disagreement, outlines, legend."""
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
         super().__init__()

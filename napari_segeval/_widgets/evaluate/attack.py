@@ -15,7 +15,7 @@ from qtpy.QtWidgets import QGroupBox, QWidget
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form, text_line, vbox
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState
-from napari_segeval._widgets.jobs.tasks import attack, attack_with, raw_per_unit
+from napari_segeval._widgets.jobs.tasks import attack, attack_with
 from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.models.picker import ModelPicker
 from napari_segeval._widgets.prompt.panel import prediction_layer
@@ -92,8 +92,9 @@ class AttackPanel(QWidget):
         if self.model_kind() == "dense":
             scale = float(model.raw_per_normalized_unit)
         else:
-            image = np.asarray(image.data)
-            scale = raw_per_unit(model, self.state.modality(), self.state.window, image)
+            data = np.asarray(image.data)
+            info = model.normalize_info(self.state.modality(), self.state.window, data)
+            scale = float(info.raw_per_normalized_unit)
         return float(self.eps.value) * scale
 
     def _show_raw(self, *_: Any) -> None:

@@ -29,11 +29,8 @@ Y_TITLE = METRICS["dice"].title
 class SlicePlot(QWidget):
     """Per-slice Dice (0..1) of one structure for each condition, slice index on x.
 
-    ``slice_clicked(int)`` is emitted with the slice under a mouse click. ``series`` holds the
-    per-slice Dice by condition (NaN: absent from both maps), ``lo``/``hi`` the slices shown,
-    ``missed``/``false_positive`` the marked slices, ``prompts`` the prompted slices, ``ends``
-    the propagated chain's, ``risk`` the risk per slice (NaN: not estimated; empty: none) and
-    ``stops`` the quality stops.
+    ``series``: Dice by condition (NaN: absent from both maps); ``lo``/``hi``: the slices
+    shown; ``risk``: per slice (NaN: not estimated; empty: none); ``stops``: quality stops.
     """
 
     slice_clicked = Signal(int)
@@ -75,10 +72,8 @@ class SlicePlot(QWidget):
         self._reset(max((len(v) for v in self.series.values()), default=len(self.risk)))
 
     def set_risk(self, risk: np.ndarray | None, stops: tuple[int, ...] = ()) -> None:
-        """Draw the risk per slice (NaN: not estimated; None: no curve), mark the quality ``stops``.
-
-        Call it after :meth:`set_series`; without Dice curves the risk sets the number of slices.
-        """
+        """Draw the risk per slice (None: no curve), mark ``stops``; after :meth:`set_series`
+        (without Dice curves the risk sets the number of slices)."""
         self.risk = np.zeros(0) if risk is None else np.asarray(risk, float)
         self.stops = tuple(int(i) for i in stops) if risk is not None else ()
         if not self.series:

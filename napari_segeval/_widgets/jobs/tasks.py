@@ -125,12 +125,8 @@ def capability(spec: tuple, model: Any = None) -> Capability:
 
     name = spec[0]
     if name in DENSE:
-        return Capability(
-            False,
-            False,
-            f"{name} is a dense model: it segments without prompts "
-            "(Segment tab), so it cannot be corrected with prompts",
-        )
+        why = "it segments without prompts (Segment tab), so it cannot be corrected with prompts"
+        return Capability(False, False, f"{name} is a dense model: {why}")
     caps = _capabilities(spec, model)
     if caps is None:  # the weights decide (or a factory): known once loaded
         return Capability(True, None)
@@ -163,14 +159,12 @@ def propagate_session(
     cancel: Any = None,
     on_slice: Callable[[int, int, np.ndarray], None] | None = None,
 ) -> tuple[Any, Any, Any, dict[int, tuple[float, float]], dict[int, Any]]:
-    """Propagate ``sets`` through a correction session (made here when ``session`` is None).
+    """Propagate ``sets`` through a correction session (a new one when ``session`` is None).
 
-    A new session takes ``options`` (:class:`~napari_segeval.propagation.PropagationOptions`
-    fields) and starts from ``seed = (labels, prompt sets)`` if given. The session takes
-    ``sets`` as its prompts and re-propagates the structures whose prompts changed.
-    Returns ``(model, session, result, changes, risks)``; ``changes`` is ``{label: (Dice
-    before, Dice after)}`` of those structures against ``reference`` (empty without one),
-    ``risks`` is :func:`live_risks`.
+    A new session takes ``options`` (``PropagationOptions`` fields) and ``seed = (labels,
+    prompt sets)``; only structures whose prompts changed are propagated again. Returns
+    ``(model, session, result, changes, risks)``: ``changes`` ``{label: (Dice before, Dice
+    after)}`` against ``reference`` (empty without one), ``risks`` :func:`live_risks`.
     """
     from napari_segeval.metrics import overlap_metrics
     from napari_segeval.propagation import PropagationOptions, PropagationSession
@@ -200,11 +194,9 @@ def propagate_session(
     if reference is not None and session.last_propagated:
         ref, labels = np.asarray(reference), list(session.last_propagated)
         after = overlap_metrics(ref, result.labels, labels=labels)
-        old = (
-            overlap_metrics(ref, before, labels=labels)
-            if before is not None and before.shape == ref.shape
-            else {}
-        )
+        old = {}
+        if before is not None and before.shape == ref.shape:
+            old = overlap_metrics(ref, before, labels=labels)
         changes = {
             lab: (old[lab]["dice"] if lab in old else float("nan"), after[lab]["dice"])
             for lab in labels
@@ -260,12 +252,10 @@ def uncertainty(
     progress: Progress = None,
     cancel: Any = None,
 ) -> tuple[Any, np.ndarray, dict[int, float]]:
-    """Prompt-jitter uncertainty map and per-structure uncertainty score of ``prediction``.
+    """``(model, normalised entropy map on the image grid, {label: score})`` by prompt jitter.
 
     ``noise_std`` None: no intensity noise for a model that :func:`keeps_frames`, else
-    :data:`NOISE_STD`. Returns ``(model, normalised entropy map on the image grid,
-    {label: score})`` (:func:`napari_segeval.uncertainty.structure_scores` of
-    ``prediction``, or of the mean prediction when None).
+    :data:`NOISE_STD`. Scores of ``prediction`` (None: of the mean prediction).
     """
     from napari_segeval.propagation import propagation_mode
     from napari_segeval.propagation.images import as_frames
@@ -316,10 +306,11 @@ def attack(
     """
     from napari_segeval.attacks import AttackConfig, DenseTarget, PromptTarget, attack_case
 
-    if prompts is None:
-        target: Any = DenseTarget(model, case)
-    else:
-        target = PromptTarget(model, case, prompts, window=window)
+    target: Any = (
+        DenseTarget(model, case)
+        if prompts is None
+        else PromptTarget(model, case, prompts, window=window)
+    )
     config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
     return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
 
@@ -334,11 +325,6 @@ def attack_with(
     """Load the model of ``spec`` (unless cached), :func:`attack` it: ``(model, result)``."""
     model = _model(spec, cached, cancel)
     return model, attack(model, *args, cancel=cancel, **kw)
-
-
-def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:
-    """Raw units (HU, grey levels) per normalized unit of ``model`` for this image."""
-    return float(model.normalize_info(modality, window, image).raw_per_normalized_unit)
 
 
 #: Dense model sources offered by the Segment panel: label -> what the path field holds.
@@ -377,8 +363,7 @@ def segment_dense(
     progress: Progress = None,
     cancel: Any = None,
 ) -> tuple[Any, np.ndarray]:
-    """``(model, labels)``: the dense model of ``spec = (ref, trust_torchscript, device)``
-    (:func:`_model`) segments ``case``, as ``segeval segment`` does."""
+    """``(model, labels)`` of the dense model ``spec = (ref, trust_torchscript, device)``."""
     from napari_segeval._errors import SegEvalError
     from napari_segeval.models.dense import segment_case
     from napari_segeval.models.registry import load_dense

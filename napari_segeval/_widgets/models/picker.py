@@ -1,7 +1,4 @@
-"""The model picker of the Prompt and Attack tabs: every promptable model, its state, its card.
-
-The pickers of one viewer share one cache signal (:func:`cache_signal`).
-"""
+"""The model picker of the Prompt and Attack tabs: every promptable model, its state, its card."""
 
 from __future__ import annotations
 
@@ -57,11 +54,8 @@ def cache_signal(viewer: Any) -> _Cache:
 class ModelPicker(QWidget):
     """Choose a promptable model; download a catalogue entry; open a checkpoint file.
 
-    ``device()``: the device an opened checkpoint is checked on; ``first``: a row (label,
-    state) before the models, whose choice is ``("", None)``. ``combo`` lists the rows,
-    ``card`` shows the model card, ``runner`` runs downloads and checks. ``changed``: the
-    choice or its state changed; ``loaded(spec, model)``: an opened checkpoint loaded,
-    ``spec = (label, path, device)``.
+    ``device()``: where an opened checkpoint is checked; ``first``: a row (label, state)
+    before the models, choice ``("", None)``; ``loaded(spec, model)``: a checkpoint loaded.
     """
 
     changed = Signal()
@@ -191,10 +185,7 @@ class ModelPicker(QWidget):
         )
 
     def choose(self, ref: str | None) -> bool:
-        """Select the row of a registry name or label, a catalogue name or ``NAME:PATH``.
-
-        Returns False when there is none.
-        """
+        """Select the row of a registry name or label, a catalogue name or ``NAME:PATH`` (or False)."""
         from napari_segeval.models.registry import split_ref
 
         if not ref:

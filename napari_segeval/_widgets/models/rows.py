@@ -18,9 +18,7 @@ PHANTOM_WARNING = "Trained on generated phantoms: for trying the tool, not for r
 
 @dataclass(frozen=True)
 class Row:
-    """One row of the list: ``name`` is what the Prompt tab loads, ``label`` what the list
-    shows, ``path`` a file's; ``kind`` ``"first"`` is the row a picker may put first.
-    """
+    """One row of the list: ``name`` is what the Prompt tab loads, ``label`` what it shows."""
 
     kind: Literal["first", "registry", "catalogue", "file"]
     name: str

@@ -28,13 +28,10 @@ def disagreement(
     region: slice | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mark where the ``attacked`` prediction departs from the ``clean`` one.
+    """A uint8 map of where ``attacked`` departs from ``clean``: :data:`LOST`, :data:`GAINED`
+    (of ``label``, else of any structure) and, without ``label``, :data:`CHANGED` structure.
 
-    Returns a uint8 map: with ``label`` :data:`LOST` where only ``clean`` has it,
-    :data:`GAINED` the other way round; without it any structure against background, and
-    :data:`CHANGED` where both have different structures. With ``region`` only those
-    indices along axis 0 are recomputed into ``out`` (required then), else ``out`` or a
-    new map is filled.
+    ``region``: only those indices along axis 0 are recomputed into ``out`` (required then).
     """
     clean, attacked = np.asarray(clean), np.asarray(attacked)
     if clean.shape != attacked.shape:
@@ -61,12 +58,8 @@ def error_overlay(
     region: slice | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mark false positives and false negatives of structure ``label``.
-
-    Returns a uint8 map (0 agreement, :data:`FALSE_POSITIVE`, :data:`FALSE_NEGATIVE`):
-    :func:`disagreement` from the prediction to the reference (a false positive is what
-    the reference "lost"); ``region`` and ``out`` as there.
-    """
+    """False positives and negatives of ``label`` (uint8): :func:`disagreement` from the
+    prediction to the reference (a false positive is what the reference "lost")."""
     return disagreement(prediction, reference, label, region, out)
 
 
@@ -81,10 +74,9 @@ def _axis0_bounds(index: Any) -> tuple[int, int] | None:
 
 
 def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
-    """Slice range along axis 0 changed by napari Labels paint-history atoms (None: unknown).
+    """Slice range along axis 0 changed by ``Labels.events.paint`` atoms (None: unknown).
 
-    Each atom of ``Labels.events.paint``'s ``value`` has a ``slice_key`` (brush, fill,
-    polygon) or is ``(indices, old, new)`` with a numpy multi-index (``data_setitem``).
+    An atom has a ``slice_key`` (brush, fill, polygon) or is ``(indices, old, new)``.
     """
     spans = []
     for atom in atoms:
@@ -137,11 +129,10 @@ def compare_rows(
     surface: Mapping[str, Sequence[Mapping] | None] | None = None,
     keys: Sequence[str] = PANEL_KEYS,
 ) -> list[dict]:
-    """Merge clean and attacked metric rows (``label``, ``name``, metrics) into one per structure.
+    """One ``{"label", "name", "clean", "attacked", "delta"}`` record per structure.
 
-    ``attacked`` may be None; ``surface`` rows by condition fill in ``keys`` missing (or
-    NaN) from the live rows. Returns ``{"label", "name", "clean": {key: v}, "attacked":
-    {key: v} or None, "delta": {key: attacked - clean} or None}`` records.
+    ``surface`` rows by condition fill the ``keys`` missing (or NaN) from the live rows;
+    ``attacked`` and ``delta`` are None without ``attacked``.
     """
 
     def index(rows: Sequence[Mapping] | None) -> dict[int, Mapping]:
@@ -186,10 +177,7 @@ def dice_colour(value: float) -> tuple[int, int, int] | None:
 
 
 def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Missed and false-positive slices of one structure from its ``(slices, 3)`` counts.
-
-    ``counts`` are true positives, reference and predicted voxels per slice; returns the
-    boolean slices with reference but no prediction, and with prediction but no reference.
+    """Missed and false-positive slices from ``(slices, 3)`` counts (TP, reference, predicted).
 
     Examples
     --------
@@ -205,9 +193,8 @@ def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def slice_extent(
     present: np.ndarray, margin: float = 0.1, min_margin: int = 2
 ) -> tuple[int, int] | None:
-    """First and last slice where ``present`` is true, widened by ``margin`` of the extent.
-
-    At least ``min_margin`` slices, clipped to the volume; None when nothing is present.
+    """First and last slice where ``present``, widened by ``margin`` of the extent (at least
+    ``min_margin`` slices, clipped); None when nothing is present.
 
     Examples
     --------

@@ -42,11 +42,9 @@ DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
 
 
 class _Overlay(ABC):
-    """One read-only Labels layer the viewer shows over the case, kept up to date.
+    """One read-only Labels layer over the case, on the grid of the first layer of :meth:`pair`.
 
-    A subclass names the two layers compared (:meth:`pair`, the first one's grid is the
-    overlay's) and marks them (:meth:`marks`, as :func:`disagreement`). While shown it
-    follows the pair: a paint stroke recomputes the slices it touched, a new array everything.
+    While shown it follows the pair: a paint stroke recomputes the slices it touched.
     """
 
     name = ""
@@ -157,10 +155,7 @@ def set_outlines(layers: Iterable[Any], on: bool) -> None:
 
 
 class ErrorOverlay(_Overlay):
-    """Keeps one Labels layer marking where a prediction disagrees with the reference.
-
-    ``condition`` names the prediction (clean or attacked); the structure is the current one.
-    """
+    """Where the prediction of ``condition`` disagrees with the reference (current structure)."""
 
     name, palette = LAYER_NAME, OVERLAY_COLOURS
 
@@ -182,10 +177,7 @@ class ErrorOverlay(_Overlay):
 
 
 class DisagreementOverlay(_Overlay):
-    """One Labels layer marking where the clean and attacked predictions differ.
-
-    A new clean or attacked prediction recomputes it.
-    """
+    """Where the clean and attacked predictions differ (recomputed with a new prediction)."""
 
     name, palette, opacity = DISAGREEMENT_NAME, DISAGREEMENT_COLOURS, 0.9
 

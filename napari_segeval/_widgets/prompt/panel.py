@@ -50,25 +50,14 @@ def prediction_layer(
     return _grid_layer(viewer, state, "labels", data, name, meta, looks)
 
 
-def heatmap_layer(
-    viewer: Any, state: ViewerState, data: np.ndarray, name: str, metadata: dict | None = None
-) -> Any:
-    """Add (or replace the data of) an uncertainty heat map on the reference's grid."""
-    looks = {
-        "colormap": "inferno",
-        "opacity": 0.6,
-        "blending": "additive",
-        "contrast_limits": (0.0, 1.0),
-    }
-    return _grid_layer(viewer, state, "image", data, name, metadata or {}, looks)
+#: How an uncertainty heat map is drawn.
+HEATMAP_LOOKS = {"colormap": "inferno", "opacity": 0.6, "blending": "additive"}
 
 
 def _grid_layer(
     viewer: Any, state: ViewerState, kind: str, data: np.ndarray, name: str, meta: dict, looks: dict
 ) -> Any:
-    """The layer ``name`` of ``kind`` with ``data`` (its ``meta`` updated), else a new one with
-    ``looks`` placed as the reference (else the image).
-    """
+    """Layer ``name`` with ``data`` (``meta`` updated), else a new one placed as the reference."""
     layer = next((ly for ly in viewer.layers if ly.name == name), None)
     if isinstance(layer, Labels if kind == "labels" else Image):
         layer.data = data
@@ -85,8 +74,7 @@ def _grid_layer(
 class PromptPanel(QWidget):
     """Pick a structure and a model, prompt it on any slice, propagate and correct.
 
-    ``tools`` are the prompt tools, ``jobs`` the propagation session and its jobs, and
-    ``runner`` runs propagation and uncertainty.
+    ``jobs``: the propagation session and its jobs; ``runner`` runs propagation and uncertainty.
     """
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
@@ -218,9 +206,9 @@ class PromptPanel(QWidget):
             self.tools.note("")
 
     def take_volume(self) -> tuple[Any, Any]:
-        """Add the volume shown of a time series as 3D layers, the panels' image and reference.
+        """Add the volume shown of a time series as 3D layers (the case now), hide the series'.
 
-        The series' layers are hidden. Returns the new ``(image, reference or None)`` layers.
+        Returns the new ``(image, reference or None)`` layers.
         """
         from napari_segeval._layer_data import case_to_layers
         from napari_segeval.io import select_volume
@@ -391,5 +379,6 @@ class PromptPanel(QWidget):
             "n_samples": int(self.samples.value),
             "units": "normalised entropy (0 certain, 1 uniform)",
         }
-        heatmap_layer(self.viewer, self.state, umap, f"{base} uncertainty", meta)
+        looks = {**HEATMAP_LOOKS, "contrast_limits": (0.0, 1.0)}
+        _grid_layer(self.viewer, self.state, "image", umap, f"{base} uncertainty", meta, looks)
         self.state.set_uncertainty(scores)

@@ -1,7 +1,5 @@
-"""The Prompt tab's propagations, through one correction session per case and model.
-
-A session belongs to one case, model, modality, CT window and kind (docs/design.md).
-"""
+"""The Prompt tab's propagations, through one correction session per case, model, modality,
+CT window and kind (docs/design.md)."""
 
 from __future__ import annotations
 
@@ -23,9 +21,8 @@ from napari_segeval.prompts.prompt_set import PromptSet
 class PropagationJobs:
     """The session of the Prompt panel ``panel`` and the jobs that propagate through it.
 
-    ``made_from``: the prompts of the prediction shown; ``result_name``: its layer's name
-    (None: ``"<image> prediction"``); ``case_id``: the results browser's case corrected;
-    ``changes``: Dice before and after of the structures the last propagation changed.
+    ``made_from``: the prompts of the prediction shown; ``case_id``: the results browser's
+    case corrected; ``changes``: Dice before and after of the last propagation's structures.
     """
 
     def __init__(self, panel: Any, make_layer: Any) -> None:
@@ -58,9 +55,8 @@ class PropagationJobs:
         case_id: str | None = None,
         options: dict | None = None,
     ) -> None:
-        """Correct a saved prediction: ``labels`` came from ``sets`` (they seed the first
-        session), results go to layer ``name``, ``options`` are the run's
-        ``PropagationOptions`` fields."""
+        """Correct a saved prediction ``labels`` made from ``sets`` (the first session's seed)
+        into layer ``name``; ``options``: the run's ``PropagationOptions`` fields."""
         self.drop()
         self.options = dict(options or {})
         if labels is not None:

@@ -31,10 +31,7 @@ def case_key(state: Any) -> tuple | None:
 
 
 class PromptTools(QWidget):
-    """Prompt tools of the selected structure; ``repropagate(auto)`` runs the panel's job.
-
-    ``list`` shows the structure's prompts in order; ``auto`` re-propagates after each change.
-    """
+    """Prompt tools of the selected structure; ``repropagate(auto)`` runs the panel's job."""
 
     def __init__(
         self, napari_viewer: Any, state: ViewerState, repropagate: Callable[[bool], Any]

@@ -30,8 +30,7 @@ def flagged_text(s: Any) -> str:
 class ReviewBox(QWidget):
     """Flagged slices of the row's structure and the case's *reviewed* mark.
 
-    Emits ``slice_chosen(int)`` for a clicked slice, ``reviewed_changed(str, bool)`` after a
-    mark was written; ``log`` is None without a folder or with an unreadable ``review.json``.
+    ``log`` is None without a folder or with an unreadable ``review.json``.
     """
 
     slice_chosen = Signal(int)

@@ -1,7 +1,4 @@
-"""Step through the correction rounds of an ``interactive`` run (part of the *Results* panel).
-
-Mask prompts are listed, not drawn.
-"""
+"""Step through the correction rounds of an ``interactive`` run (mask prompts listed, not drawn)."""
 
 from __future__ import annotations
 
@@ -101,9 +98,7 @@ class RoundStepper(QWidget):
         self.setVisible(False)
 
     def show_row(self, folder: Any, row: dict, label: int | None, image: Any) -> None:
-        """The rounds of a selected row, at its round (none for another protocol's row);
-        ``image`` places the prompts.
-        """
+        """The rounds of a selected row, at its round; ``image`` places the prompts."""
         if not folder.has_rounds or label is None or image is None:
             self.reset()
             return
@@ -247,6 +242,3 @@ class RoundStepper(QWidget):
         self.rounds, self.current = [], None
         self.clear()
         self.setVisible(False)
-
-
-__all__ = ["RoundStepper", "prompt_layer_data", "round_rows"]

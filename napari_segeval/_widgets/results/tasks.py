@@ -21,11 +21,8 @@ def open_job(path: str, progress=None, cancel=None):
 
 
 def warm_up() -> None:
-    """Make one tiny Image and one Labels layer model, and drop them.
-
-    napari's first layer costs about a second of imports; paid here, in the worker, the
-    first row selected does not pay it on the main thread.
-    """
+    """Make and drop a tiny Image and Labels layer: napari's first layer's imports are paid
+    here, in the worker, not by the first row selected on the main thread."""
     import numpy as np
     from napari.layers import Image, Labels
 
@@ -83,10 +80,8 @@ def focus_of(row: dict) -> str | None:
 def row_job(folder, row: dict, shown, progress=None, cancel=None):
     """Worker side of a row selection: load the case unless ``shown`` is it.
 
-    Returns ``(row, loaded, layer specs or None, slice, counters, risks)``, or
-    :class:`Missing`. ``counters`` are the new case's (empty when it was shown already);
-    ``risks`` each structure's ``StructureRisk`` by label. The slice is the structure's
-    worst by Dice where there is a reference, else its riskiest flagged (else riskiest).
+    Returns ``(row, loaded, layer specs or None, slice, counters, risks)`` or :class:`Missing`;
+    the slice is the structure's worst by Dice, without a reference its riskiest.
     """
     from napari_segeval.evaluation.results import MissingFilesError
     from napari_segeval.metrics import worst_slice, worst_slice_from_counts
@@ -127,10 +122,8 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
 
 
 def pair_job(loaded, second: str, progress=None, cancel=None):
-    """Worker side of a round stepped to: the counters of the first prediction and ``second``.
-
-    Returns ``(loaded, second, counters)`` (nothing is read).
-    """
+    """Worker side of a round stepped to: ``(loaded, second, counters)`` of the first
+    prediction and ``second`` (nothing is read)."""
     from napari_segeval.evaluation.loaded import counters
 
     first = loaded.pair[0] or CLEAN
