@@ -65,24 +65,12 @@ def _each_channel(colour: str, change: Callable[[int], float]) -> str:
 
 
 def shade(colour: str, factor: float) -> str:
-    """``colour`` (``#rrggbb``) with each channel times ``factor`` (0..1).
-
-    Examples
-    --------
-    >>> shade("#ff8040", 0.5)
-    '#7f4020'
-    """
+    """``colour`` (``#rrggbb``) with each channel times ``factor`` (0..1)."""
     return _each_channel(colour, lambda c: c * factor)
 
 
 def tint(colour: str, amount: float) -> str:
-    """``colour`` (``#rrggbb``) mixed ``amount`` (0..1) of the way to white.
-
-    Examples
-    --------
-    >>> tint("#ff8040", 0.5)
-    '#ffbf9f'
-    """
+    """``colour`` (``#rrggbb``) mixed ``amount`` (0..1) of the way to white."""
     return _each_channel(colour, lambda c: c + (255 - c) * amount)
 
 

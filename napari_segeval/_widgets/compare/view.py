@@ -61,19 +61,7 @@ def _signature(layers: list) -> list:
 
 
 def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
-    """Title of a view: its prediction's name (``metadata["prediction"]``) when it names a model.
-
-    Examples
-    --------
-    >>> pane_title("clean", None, False)
-    'image + clean prediction'
-    >>> from types import SimpleNamespace as L
-    >>> from napari_segeval.evaluation.keys import PredictionKey as K
-    >>> pane_title("attacked", L(metadata={"prediction": K("clean", model="threshold")}), False)
-    'image + clean @ threshold'
-    >>> pane_title("attacked", L(metadata={}), False)
-    'image + attacked prediction (no attacked image)'
-    """
+    """Title of a view: its prediction's name (``metadata["prediction"]``) when it names a model."""
     from napari_segeval.evaluation.keys import PredictionKey
 
     prediction = (getattr(layer, "metadata", None) or {}).get("prediction")

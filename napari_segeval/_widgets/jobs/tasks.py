@@ -43,12 +43,7 @@ def surface_rows(
 
 
 def load_model(
-    name: str,
-    checkpoint: str | None,
-    device: str,
-    *,
-    progress: Progress = None,
-    cancel: Any = None,
+    name: str, checkpoint: str | None, device: str, *, progress: Progress = None, cancel: Any = None
 ) -> Any:
     """Load a promptable model by its registry (or catalogue) name and optional checkpoint."""
     from napari_segeval.models.registry import load_promptable
@@ -112,15 +107,7 @@ class Capability:
 
 
 def capability(spec: tuple, model: Any = None) -> Capability:
-    """What the model of ``spec = (name, checkpoint, device)`` (or its loaded ``model``) takes.
-
-    Examples
-    --------
-    >>> capability(("builtin", None, "cpu")).points is None
-    True
-    >>> capability(("MedSAM2_CTLesion", None, "cpu")).points  # a catalogue name: MedSAM2's
-    True
-    """
+    """What the model of ``spec = (name, checkpoint, device)`` (or its loaded ``model``) takes."""
     from napari_segeval.models.registry import DENSE
 
     name = spec[0]
@@ -224,13 +211,7 @@ NOISE_STD = 0.02
 
 
 def keeps_frames(spec: tuple[str, str | None, str], model: Any = None) -> bool:
-    """Whether the model of ``spec`` keeps the slices' embeddings (``frame_features``).
-
-    Examples
-    --------
-    >>> keeps_frames(("litemedsam", None, "cpu")), keeps_frames(("threshold", None, "cpu"))
-    (True, False)
-    """
+    """Whether the model of ``spec`` keeps the slices' embeddings (``frame_features``)."""
     caps = _capabilities(spec, model)
     return caps is not None and caps.frame_features
 
@@ -337,15 +318,7 @@ DENSE_SOURCES = {
 
 
 def dense_ref(source: str, path: str | None) -> str:
-    """The model registry reference of a Segment-panel choice (``builtin-ct`` or the path).
-
-    Examples
-    --------
-    >>> dense_ref("TorchScript file", "")
-    Traceback (most recent call last):
-    ...
-    ValueError: TorchScript file: choose a file first
-    """
+    """The model registry reference of a Segment-panel choice (``builtin-ct`` or the path)."""
     if source not in DENSE_SOURCES:
         raise ValueError(f"unknown dense model source {source!r}: use one of {list(DENSE_SOURCES)}")
     if DENSE_SOURCES[source] is None:

@@ -135,16 +135,7 @@ class JobProgress(cancelable_progress):
 
 
 def error_message(exc: BaseException) -> str:
-    """The text shown to a person for an exception raised by a job.
-
-    Examples
-    --------
-    >>> from napari_segeval._errors import ReadError
-    >>> error_message(ReadError("ct.nii: not a NIfTI file"))
-    'ct.nii: not a NIfTI file'
-    >>> error_message(ValueError("bad"))
-    'ValueError: bad'
-    """
+    """The text shown to a person for an exception raised by a job."""
     from napari_segeval._errors import SegEvalError
 
     if isinstance(exc, SegEvalError):

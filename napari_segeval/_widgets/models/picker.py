@@ -9,14 +9,7 @@ from typing import Any
 
 from qtpy.QtCore import QObject, QSignalBlocker, Qt, Signal
 from qtpy.QtGui import QColor, QStandardItem, QStandardItemModel
-from qtpy.QtWidgets import (
-    QComboBox,
-    QFileDialog,
-    QPushButton,
-    QSizePolicy,
-    QTreeView,
-    QWidget,
-)
+from qtpy.QtWidgets import QComboBox, QFileDialog, QPushButton, QSizePolicy, QTreeView, QWidget
 
 from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets.jobs.tasks import load_model, pull_model

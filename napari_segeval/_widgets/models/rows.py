@@ -66,16 +66,7 @@ def entry_named(name: str | None) -> Any:
 
 
 def catalogue_rows() -> list[Row]:
-    """The rows of the list: registry models, other catalogue entries (no files yet).
-
-    Examples
-    --------
-    >>> rows = catalogue_rows()
-    >>> [r.name for r in rows][:3], rows[0].label
-    (['builtin', 'threshold', 'litemedsam'], 'built-in')
-    >>> "MedSAM2_latest" in [r.name for r in rows]  # medsam2's default, not twice
-    False
-    """
+    """The rows of the list: registry models, other catalogue entries (no files yet)."""
     from napari_segeval.models.records import model_rows
 
     promptable = {r.record.name: r.record for r in model_rows() if r.record.kind == "promptable"}
@@ -89,15 +80,7 @@ def catalogue_rows() -> list[Row]:
 
 
 def row_state(row: Row) -> str:
-    """What the list says of a row: shipped, here, not downloaded, a file you chose.
-
-    Examples
-    --------
-    >>> row_state(Row("registry", "threshold", "threshold"))
-    'ships with the plugin (no weights)'
-    >>> row_state(Row("file", "medsam2", "x.pt", "/m/x.pt"))
-    'a file you chose (MedSAM2 checkpoint)'
-    """
+    """What the list says of a row: shipped, here, not downloaded, a file you chose."""
     from napari_segeval.models.catalogue import size_text
     from napari_segeval.models.records import Weights, model_row
 

@@ -97,13 +97,7 @@ def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
 
 
 def union(old: slice | None, new: slice | None) -> slice | None:
-    """The slice range covering ``old`` and ``new`` (None: everything).
-
-    Examples
-    --------
-    >>> union(slice(2, 4), slice(7, 9)), union(slice(2, 4), slice(0, 0)), union(None, slice(1, 2))
-    (slice(2, 9, None), slice(2, 4, None), None)
-    """
+    """The slice range covering ``old`` and ``new`` (None: everything)."""
     if old is None or new is None:
         return None
     if new.stop <= new.start:
@@ -161,13 +155,7 @@ def compare_rows(
 
 
 def dice_colour(value: float) -> tuple[int, int, int] | None:
-    """Background colour for a Dice value: red (0) through amber (0.5) to green (1), None for NaN.
-
-    Examples
-    --------
-    >>> dice_colour(1.0), dice_colour(0.0), dice_colour(float("nan"))
-    ((46, 160, 67), (200, 50, 50), None)
-    """
+    """Background colour for a Dice value: red (0) through amber (0.5) to green (1), None for NaN."""
     v = float(value)
     if np.isnan(v):
         return None
@@ -177,14 +165,7 @@ def dice_colour(value: float) -> tuple[int, int, int] | None:
 
 
 def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Missed and false-positive slices from ``(slices, 3)`` counts (TP, reference, predicted).
-
-    Examples
-    --------
-    >>> counts = np.array([[0, 0, 0], [0, 5, 0], [3, 4, 4], [0, 0, 2]])
-    >>> [m.nonzero()[0].tolist() for m in slice_kinds(counts)]
-    [[1], [3]]
-    """
+    """Missed and false-positive slices from ``(slices, 3)`` counts (TP, reference, predicted)."""
     counts = np.asarray(counts)
     ref, pred = counts[:, 1] > 0, counts[:, 2] > 0
     return ref & ~pred, pred & ~ref
@@ -195,14 +176,6 @@ def slice_extent(
 ) -> tuple[int, int] | None:
     """First and last slice where ``present``, widened by ``margin`` of the extent (at least
     ``min_margin`` slices, clipped); None when nothing is present.
-
-    Examples
-    --------
-    >>> present = np.zeros(60, bool); present[20:31] = True  # a tumour on 11 slices
-    >>> slice_extent(present)
-    (18, 32)
-    >>> slice_extent(np.ones(5, bool)), slice_extent(np.zeros(5, bool))
-    ((0, 4), None)
     """
     where = np.flatnonzero(np.asarray(present))
     if where.size == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -272,19 +273,11 @@ class PromptPanel(QWidget):
         self.tools.set_capability(cap)
         self.run_button.setEnabled(cap.prompts)
         self.uncertainty_button.setEnabled(cap.prompts)
-        if (
-            cap.points is None
-            and self.isVisible()
-            and not self.probe.running
-            and self.picker.ready()
-        ):  # never a load of a checkpoint not downloaded
+        idle = not self.probe.running and self.picker.ready()  # ready: never a download
+        if cap.points is None and self.isVisible() and idle:
             spec = self.spec()
-            self.probe.start(
-                f"loading {spec[0]}",
-                load_model,
-                *spec,
-                on_done=lambda model: self._probed(spec, model),
-            )
+            done = partial(self._probed, spec)
+            self.probe.start(f"loading {spec[0]}", load_model, *spec, on_done=done)
         return cap
 
     def _probed(self, spec: tuple, model: Any) -> None:

@@ -99,10 +99,7 @@ class PropagationJobs:
         session = None if fresh or key != self._key else self.session
         seed = self.seed if not fresh and session is None else None
         known = {} if fresh or (session is None and seed is None) else self.made_from
-        changed = sorted(
-            {lab for lab in sets if known.get(lab) != sets[lab]}
-            | {lab for lab in known if lab not in sets}
-        )
+        changed = sorted(lab for lab in {*sets, *known} if known.get(lab) != sets.get(lab))
         if not changed and not fresh and session is not None:
             p.tools.status.setText(
                 "nothing to re-propagate: no prompt changed since the last propagation"
@@ -119,11 +116,8 @@ class PropagationJobs:
             hide=base,
         )
         ref = p.state.reference
-        reference = (
-            np.asarray(ref.data)
-            if ref is not None and tuple(ref.data.shape) == tuple(spatial)
-            else None
-        )
+        fits = ref is not None and tuple(ref.data.shape) == tuple(spatial)
+        reference = np.asarray(ref.data) if fits else None
         what = "propagation" if session is None and seed is None else "re-propagation"
         started = time.monotonic()
         return p.runner.start(
@@ -148,13 +142,7 @@ class PropagationJobs:
         )
 
     def _done(
-        self,
-        result: tuple,
-        key: tuple,
-        sets: dict,
-        name: str,
-        again: bool,
-        started: float,
+        self, result: tuple, key: tuple, sets: dict, name: str, again: bool, started: float
     ) -> None:
         p = self.panel
         model, session, res, changes, risks = result
@@ -184,17 +172,7 @@ class PropagationJobs:
         return self.seconds[1]
 
     def describe(self, labels: list[int], again: bool = True) -> str:
-        """The status line after a propagation: what was propagated, how Dice moved.
-
-        Examples
-        --------
-        >>> from types import SimpleNamespace as NS
-        >>> jobs = PropagationJobs.__new__(PropagationJobs)
-        >>> jobs.panel = NS(state=NS(structures={1: "liver", 2: "spleen"}))
-        >>> jobs.changes = {1: (0.5, 0.75), 2: (math.nan, 0.9)}
-        >>> jobs.describe([1, 2])
-        're-propagated liver: Dice 0.500 → 0.750; spleen: Dice 0.900'
-        """
+        """The status line after a propagation: what was propagated, how Dice moved."""
         names = self.panel.state.structures
         if not labels:
             return "nothing was propagated again"
@@ -222,15 +200,6 @@ def estimate_text(seconds: float | None, samples: int, *, encodes_once: bool = F
 
     ``seconds`` is one whole propagation; with ``encodes_once`` (a model that keeps the
     slices' embeddings) the other samples are decoder passes, else whole propagations.
-
-    Examples
-    --------
-    >>> estimate_text(12.0, 8), estimate_text(None, 8)
-    ('about 1.6 min', '')
-    >>> estimate_text(900.0, 8)
-    'about 2.0 h'
-    >>> estimate_text(12.0, 8, encodes_once=True)
-    'about 12 s + 7 decoder passes'
     """
     if seconds is None or not math.isfinite(seconds):
         return ""

@@ -14,13 +14,7 @@ AFTER_CREATION = ("contour",)
 
 
 def prediction_role(key: str) -> str:
-    """Role of a saved prediction's layer: ``clean``, else ``attacked:<key>`` (other models too).
-
-    Examples
-    --------
-    >>> prediction_role("clean"), prediction_role("clean @ threshold")
-    ('clean', 'attacked:clean @ threshold')
-    """
+    """Role of a saved prediction's layer: ``clean``, else ``attacked:<key>`` (other models too)."""
     return CLEAN if key == CLEAN else f"attacked:{key}"
 
 

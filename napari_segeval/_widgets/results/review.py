@@ -15,14 +15,7 @@ MARK, UNMARK = "Mark case reviewed", "Reviewed ✓ (click to undo)"
 
 
 def flagged_text(s: Any) -> str:
-    """A flagged slice ``s`` (a ``SliceRisk``) as the list shows it.
-
-    Examples
-    --------
-    >>> from napari_segeval.uncertainty.risk import Flag, SliceRisk
-    >>> flagged_text(SliceRisk(15, 0.23, {}, (Flag.STOPPED, Flag.UNCERTAIN)))
-    'slice 15 (risk 0.23): the chain stopped here; the mask is uncertain'
-    """
+    """A flagged slice ``s`` (a ``SliceRisk``) as the list shows it."""
     why = "; ".join(f.value for f in s.flags) or "not flagged: the riskiest slice"
     return f"slice {s.slice} (risk {s.risk:.2f}): {why}"
 

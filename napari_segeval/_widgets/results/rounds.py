@@ -46,16 +46,6 @@ def prompt_layer_data(rnd: Any, ndim: int) -> tuple[list, list, list, list]:
     """``(points, point looks, boxes, box looks)`` of a round's prompts in layer coordinates.
 
     A look is ``(colour, size or edge width)``; the round's added prompts are drawn larger.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as R
-    >>> from napari_segeval.prompts import Box, Point
-    >>> rnd = R(prompts=(Box(1, 1, 4, 4, index=2), Point(2, 2, index=3, positive=False)),
-    ...         added=(Point(2, 2, index=3, positive=False),))
-    >>> pts, looks, boxes, edges = prompt_layer_data(rnd, 3)
-    >>> pts[0].tolist(), looks, edges
-    ([3.0, 2.0, 2.0], [('#ff22ff', 0.04)], [('#ffffff', 1.5)])
     """
     from napari_segeval.prompts.box import Box
     from napari_segeval.prompts.prompt_set import Point

@@ -63,16 +63,7 @@ def row_label(loaded, row: dict) -> int | None:
 
 
 def focus_of(row: dict) -> str | None:
-    """The prediction a row puts in focus: its attack, or (several models) its prediction.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation.keys import PredictionKey as K
-    >>> focus_of({"key": K("clean")}), focus_of({"key": K("pgd")})
-    (None, 'pgd')
-    >>> focus_of({"key": K("clean", model="threshold")})
-    'clean @ threshold'
-    """
+    """The prediction a row puts in focus: its attack, or (several models) its prediction."""
     name = str(row["key"])
     return None if name == CLEAN else name
 
