@@ -17,11 +17,6 @@ NONE = "(none)"
 ROLES = ("image", "reference", *CONDITIONS)
 
 
-def layer_class(role: str) -> type[Image | Labels]:
-    """The napari layer class a role takes (``Image`` for the image, else ``Labels``)."""
-    return Image if role == "image" else Labels
-
-
 def _choices(viewer: Any, kind: type[Image | Labels], _widget: Any) -> list[tuple[str, Any]]:
     """A combo box's choices: :data:`NONE`, then the viewer's layers of class ``kind``."""
     return [(NONE, NONE), *((ly.name, ly) for ly in viewer.layers if isinstance(ly, kind))]
@@ -42,7 +37,9 @@ class LayerPicker(QWidget):
         self.state = state
         # no reference to self in the combos: psygnal then lets a closed panel go
         self.combos = {
-            role: ComboBox(label=role, choices=partial(_choices, viewer, layer_class(role)))
+            role: ComboBox(
+                label=role, choices=partial(_choices, viewer, Image if role == "image" else Labels)
+            )
             for role in roles
         }
         vbox(self, form(*self.combos.values()), tight=True)

@@ -149,10 +149,6 @@ class ViewerState:
         self.events.reference.emit()
         self.counted = {}  # not taken now: stale once the arrays are edited
 
-    def take_counted(self, condition: str) -> Any:
-        """The counter made in a worker for ``condition``'s layers (once; None if none)."""
-        return self.counted.pop(condition, None)
-
     def set_current(self, label: int | None) -> None:
         if label != self.current:
             self.current = label

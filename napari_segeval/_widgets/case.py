@@ -105,9 +105,13 @@ class CaseWidget(QWidget):
         preset = self._presets[names.index(name)]
         image = self.state.image
         limits = preset.limits(np.asarray(image.data))
+        lo, hi = limits
         for layer in (image, self.state.attacked_image):
             if layer is not None and not getattr(layer, "rgb", False):
-                _set_limits(layer, limits)
+                range_lo, range_hi = layer.contrast_limits_range
+                if lo < range_lo or hi > range_hi:  # widen the slider to hold the limits
+                    layer.contrast_limits_range = (min(lo, range_lo), max(hi, range_hi))
+                layer.contrast_limits = (lo, hi)
         return limits
 
     def _display_picked(self, name: str | None) -> None:
@@ -134,12 +138,3 @@ class CaseWidget(QWidget):
         if any(abs(a - b) > 1e-6 for a, b in zip(image.scale[-labels.ndim :], labels.scale)):
             return "reference spacing differs from image spacing"
         return "reference lines up with the image"
-
-
-def _set_limits(layer: Any, limits: tuple[float, float]) -> None:
-    """Set an Image layer's contrast limits, widening its slider range to hold them."""
-    lo, hi = limits
-    range_lo, range_hi = layer.contrast_limits_range
-    if lo < range_lo or hi > range_hi:
-        layer.contrast_limits_range = (min(lo, range_lo), max(hi, range_hi))
-    layer.contrast_limits = (lo, hi)

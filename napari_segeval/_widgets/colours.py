@@ -117,13 +117,6 @@ def colormap(role: str, structures: Mapping[int, str]) -> Any:
     return DirectLabelColormap(color_dict=dict(look(role, structures).colours))
 
 
-def apply_look(layer: Any, role: str, structures: Mapping[int, str]) -> None:
-    """Draw the Labels ``layer`` as ``role`` (a prediction's ``contour`` is the user's)."""
-    layer.colormap = colormap(role, structures)
-    if role == "reference":
-        layer.contour = REFERENCE_CONTOUR
-
-
 def reference_name(name: str) -> str:
     """The name a layer gets once it is the case's reference."""
     if "reference" in name.lower():
@@ -181,8 +174,9 @@ class ColourLanguage:
             layer = self.state.layer(role)
             if layer is None or not hasattr(layer, "contour"):
                 continue
-            apply_look(layer, role, structures)
-            if role == "reference":
+            layer.colormap = colormap(role, structures)
+            if role == "reference":  # a prediction's contour is the user's
+                layer.contour = REFERENCE_CONTOUR
                 new = reference_name(layer.name)
                 if new != layer.name and new not in self.viewer.layers:
                     layer.name = new

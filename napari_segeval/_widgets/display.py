@@ -55,12 +55,6 @@ def _spread(lo: float, hi: float) -> tuple[float, float]:
     return (lo, hi) if hi > lo else (lo, lo + 1.0)
 
 
-def _sample(data: np.ndarray) -> np.ndarray:
-    flat = np.asarray(data).reshape(-1)
-    flat = flat[:: max(1, flat.size // MAX_SAMPLES)]
-    return flat[np.isfinite(flat)] if flat.dtype.kind == "f" else flat
-
-
 def _finite_range(data: np.ndarray) -> tuple[float, float]:
     values = np.asarray(data)
     if values.dtype.kind == "f":
@@ -75,8 +69,9 @@ def percentile_limits(data: np.ndarray, low: float, high: float) -> tuple[float,
     """
     if not 0.0 <= low < high <= 100.0:
         raise ValueError(f"percentiles must satisfy 0 <= low < high <= 100, got {low}, {high}")
-    values = _sample(data)
-    values = values[values != 0]
+    flat = np.asarray(data).reshape(-1)
+    values = flat[:: max(1, flat.size // MAX_SAMPLES)]
+    values = values[(values != 0) & np.isfinite(values)]
     if values.size == 0:
         return 0.0, 1.0
     lo, hi = np.percentile(values, [low, high])

@@ -65,11 +65,8 @@ def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
     from napari_segeval.evaluation.keys import PredictionKey
 
     prediction = (getattr(layer, "metadata", None) or {}).get("prediction")
-    if (
-        key != "reference"
-        and isinstance(prediction, PredictionKey)
-        and prediction.model is not None
-    ):
+    named = isinstance(prediction, PredictionKey) and prediction.model is not None
+    if key != "reference" and named:
         shown = "attacked image" if key == "attacked" and has_attacked_image else "image"
         return f"{shown} + {prediction}"
     if key == "attacked" and not has_attacked_image:
@@ -137,9 +134,7 @@ class CompareView(QWidget):
             model = ViewerModel(title=title)
             qt = QtViewer(model, show_welcome_screen=False)
             label = QLabel(title)
-            column = vbox(None, label)
-            column.addWidget(qt, 1)
-            row.addLayout(column, 1)
+            row.addLayout(vbox(None, label, qt, stretch=qt), 1)
             self.models[key], self.qt_viewers[key], self.titles[key] = model, qt, label
         self.rebuild()
         self._links: list[tuple[Any, Callable[..., Any]]] = [

@@ -129,7 +129,7 @@ class DicePanel(QWidget):
                 if pred is None:
                     continue
                 spacing, names = self.state.spacing(), self.state.structures or None
-                counted = self.state.take_counted(cond)
+                counted = self.state.counted.pop(cond, None)  # a worker's, once
                 try:
                     if counted is not None and counted.adopt(ref.data, pred.data, spacing, names):
                         self.live[cond] = counted  # counted in the results browser's worker

@@ -20,21 +20,6 @@ from napari_segeval._widgets.overlays.arrays import PANEL_KEYS
 LABEL_FILTER = "Label maps (*.nii.gz *.nii *.mha *.nrrd)"
 
 
-def metrics_records(records: list[dict]) -> list[dict]:
-    """Flatten the Dice panel's records to CSV rows (one per structure and condition)."""
-    return [
-        {
-            "label": rec["label"],
-            "name": rec["name"],
-            "condition": cond,
-            **{k: values.get(k, float("nan")) for k in PANEL_KEYS},
-        }
-        for rec in records
-        for cond in CONDITIONS
-        if (values := rec.get(cond)) is not None
-    ]
-
-
 class ExportPanel(QWidget):
     """Save predictions (NIfTI/MHA/NRRD), metrics (CSV) and a screenshot (PNG)."""
 
@@ -89,7 +74,13 @@ class ExportPanel(QWidget):
 
     def save_metrics(self, path: Path) -> Path | None:
         """Write the Dice panel's table as CSV (one row per structure and condition)."""
-        rows = metrics_records(self.records())
+        rows = [
+            {"label": rec["label"], "name": rec["name"], "condition": cond}
+            | {k: values.get(k, float("nan")) for k in PANEL_KEYS}
+            for rec in self.records()
+            for cond in CONDITIONS
+            if (values := rec.get(cond)) is not None
+        ]
         if not rows:
             raise ValueError("no metrics yet: choose a reference and a prediction")
         if not self.confirm_overwrite(path):

