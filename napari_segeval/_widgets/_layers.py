@@ -23,10 +23,8 @@ def _choices(viewer: Any, kind: type[Image | Labels], _widget: Any) -> list[tupl
 
 
 class LayerPicker(QWidget):
-    """Combo boxes bound both ways to a :class:`ViewerState`, following the viewer's layers.
-
-    Each lists :data:`NONE` first (magicgui does not report a change to None).
-    """
+    """Combo boxes bound both ways to a :class:`ViewerState`, following the viewer's layers;
+    each lists :data:`NONE` first (magicgui does not report a change to None)."""
 
     def __init__(self, viewer: Any, state: ViewerState, roles: Sequence[str] = ROLES) -> None:
         super().__init__()

@@ -1,7 +1,5 @@
-"""Shared state of the napari-segeval panels: a plain object passed to each panel.
-
-Panels given no state share the viewer's (:func:`shared_state`, see docs/design.md).
-"""
+"""Shared state of the napari-segeval panels: a plain object passed to each panel (given none,
+they share the viewer's: :func:`shared_state`, docs/design.md)."""
 
 from __future__ import annotations
 
@@ -131,10 +129,8 @@ class ViewerState:
         counted: dict | None = None,
         attacked_image: Any = None,
     ) -> None:
-        """Choose every layer of a case at once, with one ``events.reference``.
-
-        ``counted``: the ``LiveMetrics`` of these arrays by condition, for the Dice panel.
-        """
+        """Choose every layer of a case at once, with one ``events.reference``; ``counted``:
+        the ``LiveMetrics`` of these arrays by condition, for the Dice panel."""
         self.counted = dict(counted or {})
         self.attacked_image = attacked_image
         self.image = image
@@ -186,9 +182,7 @@ class ViewerState:
         if axes := self._meta("axes"):
             return str(axes)
         layer = self.reference if self.reference is not None else self.image
-        if layer is None:
-            return ""
-        return {2: "yx", 3: "zyx"}.get(layer.ndim, "")
+        return "" if layer is None else {2: "yx", 3: "zyx"}.get(layer.ndim, "")
 
     def kind(self) -> str:
         """``"volume"``, ``"video"``, ``"series"`` (``tzyx``, :data:`SERIES_HINT`), ``"image"``."""

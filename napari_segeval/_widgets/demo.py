@@ -243,10 +243,8 @@ def _finish(
 
 
 def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None:
-    """Open napari with the demo; with ``screenshot``, save the window there and return.
-
-    A failed propagation or attack raises ``SegEvalError`` (its message says why).
-    """
+    """Open napari with the demo; with ``screenshot``, save the window there and return
+    (``SegEvalError`` when propagation or the attack fails)."""
     viewer = _viewer("napari-segeval demo")
     demo = DemoRun(viewer, **kwargs)
     demo.start()

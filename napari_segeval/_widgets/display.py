@@ -1,7 +1,6 @@
 """Display presets: what a person sees of the image (its layer's contrast limits), not the model.
 
-CT gets window/level presets in HU, other modalities percentiles of the non-zero voxels.
-"""
+CT gets window/level presets in HU, other modalities percentiles of the non-zero voxels."""
 
 from __future__ import annotations
 
@@ -63,10 +62,8 @@ def _finite_range(data: np.ndarray) -> tuple[float, float]:
 
 
 def percentile_limits(data: np.ndarray, low: float, high: float) -> tuple[float, float]:
-    """Percentiles ``low`` and ``high`` (in %) of the non-zero finite voxels of ``data``.
-
-    Sampled with an even stride beyond :data:`MAX_SAMPLES` voxels; ``(0, 1)`` with none.
-    """
+    """Percentiles ``low`` and ``high`` (in %) of the non-zero finite voxels of ``data`` (an
+    even stride beyond :data:`MAX_SAMPLES` voxels); ``(0, 1)`` with none."""
     if not 0.0 <= low < high <= 100.0:
         raise ValueError(f"percentiles must satisfy 0 <= low < high <= 100, got {low}, {high}")
     flat = np.asarray(data).reshape(-1)

@@ -1,8 +1,7 @@
 """Compare mode: clean and attacked side by side in three canvases linked to the viewer.
 
 napari's grid mode cannot show *image + reference* beside *image + prediction*; these
-``ViewerModel`` canvases mirror the main layers read-only, linked both ways.
-"""
+``ViewerModel`` canvases mirror the main layers read-only, linked both ways."""
 
 from __future__ import annotations
 
@@ -105,10 +104,8 @@ def _aligned(value: tuple, ndim: int, current: tuple) -> tuple:
 
 
 class CompareView(QWidget):
-    """Three linked canvases docked below the viewer: reference, clean and attacked predictions.
-
-    ``models``: the views' viewer models by :data:`PANES` key; ``sources``: the layers mirrored.
-    """
+    """Three linked canvases docked below the viewer: reference, clean and attacked predictions;
+    ``models``: the views' viewer models by :data:`PANES` key, ``sources``: the layers mirrored."""
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
         from napari.components import ViewerModel
@@ -170,11 +167,8 @@ class CompareView(QWidget):
         return len(self._links) + sum(len(v) for v in self._follow.values())
 
     def rebuild(self) -> None:
-        """Mirror the case's current layers into the three views and align them.
-
-        Only panes whose sources changed are refilled: emptying a napari view runs a full
-        garbage collection.
-        """
+        """Mirror the case's current layers into the three views and align them (only panes
+        whose sources changed: emptying a napari view runs a full garbage collection)."""
         s = self.state
         attacked = attacked_image(self.viewer, s)
         sources = {

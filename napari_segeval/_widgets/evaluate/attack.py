@@ -1,7 +1,6 @@
 """The *Attack* panel: attack the model of the clean prediction (or one chosen), compare.
 
-Epsilon is in normalized units (``--eps``), shown in raw units too.
-"""
+Epsilon is in normalized units (``--eps``), shown in raw units too."""
 
 from __future__ import annotations
 
@@ -80,9 +79,7 @@ class AttackPanel(QWidget):
 
     def model_kind(self) -> str | None:
         """``"promptable"`` or ``"dense"``: the kind of the model attacked (None: no model)."""
-        if self.state.model is None:
-            return None
-        return self.state.model_kind or "promptable"
+        return None if self.state.model is None else self.state.model_kind or "promptable"
 
     def raw_epsilon(self) -> float | None:
         """Epsilon in raw units for the loaded model, or None before a model is loaded."""

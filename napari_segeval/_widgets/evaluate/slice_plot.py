@@ -27,11 +27,8 @@ Y_TITLE = METRICS["dice"].title
 
 
 class SlicePlot(QWidget):
-    """Per-slice Dice (0..1) of one structure for each condition, slice index on x.
-
-    ``series``: Dice by condition (NaN: absent from both maps); ``lo``/``hi``: the slices
-    shown; ``risk``: per slice (NaN: not estimated; empty: none); ``stops``: quality stops.
-    """
+    """Per-slice Dice of one structure by condition (NaN: absent from both maps), slices
+    ``lo`` to ``hi`` on x; ``risk`` per slice (NaN: not estimated; empty: none)."""
 
     slice_clicked = Signal(int)
     LEFT, RIGHT, TOP, BOTTOM = 34, 8, 14, 34

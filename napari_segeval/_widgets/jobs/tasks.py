@@ -233,11 +233,9 @@ def uncertainty(
     progress: Progress = None,
     cancel: Any = None,
 ) -> tuple[Any, np.ndarray, dict[int, float]]:
-    """``(model, normalised entropy map on the image grid, {label: score})`` by prompt jitter.
-
-    ``noise_std`` None: no intensity noise for a model that :func:`keeps_frames`, else
-    :data:`NOISE_STD`. Scores of ``prediction`` (None: of the mean prediction).
-    """
+    """``(model, normalised entropy map on the image grid, {label: score of prediction or, for
+    None, the mean})`` by prompt jitter; ``noise_std`` None: 0 if :func:`keeps_frames`, else
+    :data:`NOISE_STD`."""
     from napari_segeval.propagation import propagation_mode
     from napari_segeval.propagation.images import as_frames
     from napari_segeval.uncertainty import prompt_tta, structure_scores
@@ -280,11 +278,8 @@ def attack(
     progress: Progress = None,
     cancel: Any = None,
 ) -> Any:
-    """Attack ``model`` on ``case``, outputs on its grid; ``eps`` in normalized units.
-
-    With ``prompts`` a promptable model (an image, volume or video); None: a dense model
-    (a volume), as ``segeval attack``.
-    """
+    """Attack ``model`` on ``case`` as ``segeval attack`` (``eps`` in normalized units), outputs
+    on its grid; ``prompts`` None: a dense model (a volume)."""
     from napari_segeval.attacks import AttackConfig, DenseTarget, PromptTarget, attack_case
 
     target: Any = (

@@ -1,7 +1,5 @@
-"""What ends a panel's job from outside: a removed layer, a closed window or panel.
-
-Each ``watch_*`` function returns the function that stops watching.
-"""
+"""What ends a panel's job from outside: a removed layer, a closed window or panel (each
+``watch_*`` function returns the function that stops watching)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Run one long core function in napari's worker thread pool: progress, cancel, a clean end.
-
-The job lifecycle is in docs/design.md; ``jobs/watch.py`` watches what ends a job.
-"""
+"""Run one long core function in napari's worker thread pool: progress, cancel, a clean end
+(the job lifecycle: docs/design.md)."""
 
 from __future__ import annotations
 
@@ -123,10 +121,8 @@ class Job(WorkerBase):
 
 
 class JobProgress(cancelable_progress):
-    """A job's bar in napari's activity dock; its Cancel button cancels the job at once.
-
-    (:class:`napari.utils.cancelable_progress` runs ``cancel_callback`` only while iterated.)
-    """
+    """A job's bar in napari's activity dock whose Cancel cancels the job at once (napari's
+    runs ``cancel_callback`` only while iterated)."""
 
     def cancel(self) -> None:
         super().cancel()
@@ -138,9 +134,7 @@ def error_message(exc: BaseException) -> str:
     """The text shown to a person for an exception raised by a job."""
     from napari_segeval._errors import SegEvalError
 
-    if isinstance(exc, SegEvalError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    return str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
 
 
 class JobRunner(QWidget):
@@ -233,10 +227,8 @@ class JobRunner(QWidget):
         return job
 
     def then(self, what: str, fn: Callable[[], Any], *, cancel: bool = True) -> None:
-        """Call ``fn()`` (:func:`run_guarded`) once no job runs: now, or when the job ends.
-
-        A later call replaces a queued ``fn``; ``cancel`` stops the running job; a close drops it.
-        """
+        """Call ``fn()`` (:func:`run_guarded`) once no job runs, replacing a queued one;
+        ``cancel`` stops the running job; a close drops it."""
         self._next = (what, fn)
         if not self.running:
             self._run_next()

@@ -48,8 +48,7 @@ class ModelPicker(QWidget):
     """Choose a promptable model; download a catalogue entry; open a checkpoint file.
 
     ``device()``: where an opened checkpoint is checked; ``first``: a row (label, state)
-    before the models, choice ``("", None)``; ``loaded(spec, model)``: a checkpoint loaded.
-    """
+    before the models, choice ``("", None)``."""
 
     changed = Signal()
     loaded = Signal(object, object)
@@ -215,8 +214,7 @@ class ModelPicker(QWidget):
 
     def network(self) -> str:
         """The registry name of the network the selected row reads ("" for ``first``)."""
-        row = self.current()
-        if row is None:
+        if (row := self.current()) is None:
             return ""
         return row.record.network if row.record is not None else row.name  # a file's; first: ""
 

@@ -89,9 +89,7 @@ def row_state(row: Row) -> str:
     if r.entry is None:
         return f"ships with the plugin ({'no weights' if r.weights is Weights.NONE else 'weights'})"
     where = "" if r.own_file and row.kind == "catalogue" else f"{r.entry.name}: "
-    if state.here:
-        return f"{where}here"
-    return f"{where}not downloaded ({size_text(r.entry.size)})"
+    return f"{where}here" if state.here else f"{where}not downloaded ({size_text(r.entry.size)})"
 
 
 def card_html(row: Row) -> str:

@@ -74,10 +74,8 @@ def _axis0_bounds(index: Any) -> tuple[int, int] | None:
 
 
 def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
-    """Slice range along axis 0 changed by ``Labels.events.paint`` atoms (None: unknown).
-
-    An atom has a ``slice_key`` (brush, fill, polygon) or is ``(indices, old, new)``.
-    """
+    """Slice range along axis 0 changed by ``Labels.events.paint`` atoms (None: unknown); an
+    atom has a ``slice_key`` (brush, fill, polygon) or is ``(indices, old, new)``."""
     spans = []
     for atom in atoms:
         key = getattr(atom, "slice_key", None)
@@ -123,11 +121,8 @@ def compare_rows(
     surface: Mapping[str, Sequence[Mapping] | None] | None = None,
     keys: Sequence[str] = PANEL_KEYS,
 ) -> list[dict]:
-    """One ``{"label", "name", "clean", "attacked", "delta"}`` record per structure.
-
-    ``surface`` rows by condition fill the ``keys`` missing (or NaN) from the live rows;
-    ``attacked`` and ``delta`` are None without ``attacked``.
-    """
+    """One ``{"label", "name", "clean", "attacked", "delta"}`` record per structure; ``surface``
+    rows by condition fill the ``keys`` missing (or NaN) from the live rows."""
 
     def index(rows: Sequence[Mapping] | None) -> dict[int, Mapping]:
         return {int(r["label"]): r for r in rows or ()}
@@ -175,8 +170,7 @@ def slice_extent(
     present: np.ndarray, margin: float = 0.1, min_margin: int = 2
 ) -> tuple[int, int] | None:
     """First and last slice where ``present``, widened by ``margin`` of the extent (at least
-    ``min_margin`` slices, clipped); None when nothing is present.
-    """
+    ``min_margin`` slices, clipped); None when nothing is present."""
     where = np.flatnonzero(np.asarray(present))
     if where.size == 0:
         return None

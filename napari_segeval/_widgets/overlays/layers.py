@@ -42,10 +42,8 @@ DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
 
 
 class _Overlay(ABC):
-    """One read-only Labels layer over the case, on the grid of the first layer of :meth:`pair`.
-
-    While shown it follows the pair: a paint stroke recomputes the slices it touched.
-    """
+    """One read-only Labels layer over the case on :meth:`pair`'s first layer's grid; while
+    shown it follows the pair (a paint stroke recomputes the slices it touched)."""
 
     name = ""
     palette: dict[int | None, str] = {}

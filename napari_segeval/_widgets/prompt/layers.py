@@ -1,8 +1,7 @@
 """The prompts a person draws: boxes in a Shapes layer, clicks in a Points layer.
 
 Items carry the features ``label`` and ``order``; napari-drawn ones are *settled* on the
-next turn of the event loop (docs/design.md).
-"""
+next turn of the event loop (docs/design.md)."""
 
 from __future__ import annotations
 

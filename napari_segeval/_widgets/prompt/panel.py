@@ -73,10 +73,7 @@ def _grid_layer(
 
 
 class PromptPanel(QWidget):
-    """Pick a structure and a model, prompt it on any slice, propagate and correct.
-
-    ``jobs``: the propagation session and its jobs; ``runner`` runs propagation and uncertainty.
-    """
+    """Pick a structure and a model, prompt it on any slice, propagate and correct."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
@@ -207,10 +204,8 @@ class PromptPanel(QWidget):
             self.tools.note("")
 
     def take_volume(self) -> tuple[Any, Any]:
-        """Add the volume shown of a time series as 3D layers (the case now), hide the series'.
-
-        Returns the new ``(image, reference or None)`` layers.
-        """
+        """Add the volume shown of a time series as 3D layers (the case now), hide the series';
+        returns the new ``(image, reference or None)``."""
         from napari_segeval._layer_data import case_to_layers
         from napari_segeval.io import select_volume
 

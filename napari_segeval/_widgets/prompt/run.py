@@ -19,11 +19,8 @@ from napari_segeval.prompts.prompt_set import PromptSet
 
 
 class PropagationJobs:
-    """The session of the Prompt panel ``panel`` and the jobs that propagate through it.
-
-    ``made_from``: the prompts of the prediction shown; ``case_id``: the results browser's
-    case corrected; ``changes``: Dice before and after of the last propagation's structures.
-    """
+    """The session of the Prompt panel ``panel`` and the jobs that propagate through it;
+    ``made_from``: the prompts of the prediction shown, ``case_id``: the case corrected."""
 
     def __init__(self, panel: Any, make_layer: Any) -> None:
         self.panel = panel
@@ -68,9 +65,7 @@ class PropagationJobs:
     @property
     def case(self) -> tuple | None:
         """The case (``case_key``) of the session or correction, if any."""
-        if self._key is not None:
-            return self._key[0]
-        return self._case
+        return self._case if self._key is None else self._key[0]
 
     def _key_now(self) -> tuple:
         p = self.panel
@@ -196,11 +191,8 @@ def _duration(seconds: float) -> str:
 
 
 def estimate_text(seconds: float | None, samples: int, *, encodes_once: bool = False) -> str:
-    """The expected time of ``samples`` prompt-jitter propagations ("" unknown).
-
-    ``seconds`` is one whole propagation; with ``encodes_once`` (a model that keeps the
-    slices' embeddings) the other samples are decoder passes, else whole propagations.
-    """
+    """The expected time ("" unknown) of ``samples`` prompt-jitter propagations of ``seconds``
+    each; with ``encodes_once`` (embeddings kept) all but the first are decoder passes."""
     if seconds is None or not math.isfinite(seconds):
         return ""
     if encodes_once:

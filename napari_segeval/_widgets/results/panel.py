@@ -1,8 +1,7 @@
 """The *Results* panel: browse a ``segeval evaluate`` folder, worst or riskiest cases first.
 
 A selected row's case loads in a worker and replaces the previous case's layers in one step
-(docs/batch.md, docs/reviewing.md).
-"""
+(docs/batch.md, docs/reviewing.md)."""
 
 from __future__ import annotations
 

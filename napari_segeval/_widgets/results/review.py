@@ -21,10 +21,8 @@ def flagged_text(s: Any) -> str:
 
 
 class ReviewBox(QWidget):
-    """Flagged slices of the row's structure and the case's *reviewed* mark.
-
-    ``log`` is None without a folder or with an unreadable ``review.json``.
-    """
+    """Flagged slices of the row's structure and the case's *reviewed* mark (``log`` None:
+    no folder, or an unreadable ``review.json``)."""
 
     slice_chosen = Signal(int)
     reviewed_changed = Signal(str, bool)

@@ -43,10 +43,8 @@ def round_rows(rounds: list) -> list[tuple[str, str, str, str, bool]]:
 
 
 def prompt_layer_data(rnd: Any, ndim: int) -> tuple[list, list, list, list]:
-    """``(points, point looks, boxes, box looks)`` of a round's prompts in layer coordinates.
-
-    A look is ``(colour, size or edge width)``; the round's added prompts are drawn larger.
-    """
+    """``(points, point looks, boxes, box looks)`` of a round's prompts in layer coordinates; a
+    look is ``(colour, size or edge width)``, larger for the round's added prompts."""
     from napari_segeval.prompts.box import Box
     from napari_segeval.prompts.prompt_set import Point
 

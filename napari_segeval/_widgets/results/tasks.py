@@ -65,11 +65,8 @@ def focus_of(row: dict) -> str | None:
 
 
 def row_job(folder, row: dict, shown, progress=None, cancel=None):
-    """Worker side of a row selection: load the case unless ``shown`` is it.
-
-    Returns ``(row, loaded, layer specs or None, slice, counters, risks)`` or :class:`Missing`;
-    the slice is the structure's worst by Dice, without a reference its riskiest.
-    """
+    """Worker side of a row selection (loads the case unless ``shown`` is it): ``(row, loaded,
+    layer specs or None, the worst or riskiest slice, counters, risks)`` or :class:`Missing`."""
     from napari_segeval.evaluation.results import MissingFilesError
     from napari_segeval.metrics import worst_slice, worst_slice_from_counts
 
