@@ -70,31 +70,13 @@ def pull_model(name: str, *, progress: Progress = None, cancel: Any = None) -> d
 
 
 def segment(
-    model: Any,
-    image: np.ndarray,
-    modality: str,
-    prompts: Any,
-    kind: str,
-    *,
-    window: str | None = None,
-    progress: Progress = None,
-    cancel: Any = None,
-    on_slice: Callable[[int, int, np.ndarray], None] | None = None,
+    model: Any, image: np.ndarray, modality: str, prompts: Any, kind: str, **kw: Any
 ) -> np.ndarray:
-    """Propagated label map of ``image`` (:func:`napari_segeval.propagation.propagate_image`)."""
+    """Propagated label map of ``image``: :func:`napari_segeval.propagation.propagate_image`
+    with keywords ``kw`` (``window``, ``progress``, ``cancel``, ``on_slice``)."""
     from napari_segeval.propagation import propagate_image
 
-    return propagate_image(
-        model,
-        image,
-        prompts,
-        kind=kind,
-        modality=modality,
-        window=window,
-        progress=progress,
-        cancel=cancel,
-        on_slice=on_slice,
-    ).labels
+    return propagate_image(model, image, prompts, kind=kind, modality=modality, **kw).labels
 
 
 @dataclass(frozen=True)

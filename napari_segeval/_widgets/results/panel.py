@@ -347,12 +347,8 @@ class ResultsPanel(QWidget):
 
     def _on_state(self) -> None:
         """A correction of the case shown becomes one of its layers (*Save corrected…*)."""
-        layer = self.state.predictions.get(CLEAN)
-        if (
-            layer is None
-            or self.loaded is None
-            or layer.metadata.get("correction_of") != self.loaded.case_id
-        ):
+        layer, shown = self.state.predictions.get(CLEAN), self.loaded
+        if layer is None or shown is None or layer.metadata.get("correction_of") != shown.case_id:
             return
         self.layers.layers["corrected"] = layer
         self.layers.show_prediction("corrected")  # the saved one under it would blur it
