@@ -125,15 +125,9 @@ class AttackPanel(QWidget):
                 )
             spec = (*chosen, "auto")
             cached = (spec, model) if model is not None and self.state.model_key == spec else None
+            done = partial(self._chosen_done, spec=spec, image=image, attack_name=name)
             return start(
-                attack_with,
-                spec,
-                cached,
-                case,
-                prompts,
-                *budget,
-                window=window,
-                on_done=lambda out: self._chosen_done(out, spec, image, name),
+                attack_with, spec, cached, case, prompts, *budget, window=window, on_done=done
             )
         done = partial(self._done, image=image, attack_name=name)
         if self.model_kind() == "dense":

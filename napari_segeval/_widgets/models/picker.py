@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -244,11 +245,11 @@ class ModelPicker(QWidget):
             raise ValueError(f"{self.combo.currentText()} has nothing to download")
         if self.ready():
             raise ValueError(f"{entry.name} is here already")
+        cache = cache_signal(
+            self.viewer
+        ).changed  # every picker of the viewer reads the cache again
         job = self.runner.start(
-            f"download {entry.name}",
-            pull_model,
-            entry.name,
-            on_done=lambda _result: cache_signal(self.viewer).changed.emit(),
+            f"download {entry.name}", pull_model, entry.name, on_done=lambda _: cache.emit()
         )
         self._show()
         return job
@@ -269,10 +270,7 @@ class ModelPicker(QWidget):
                 return None
         spec = (network, str(path), self.device())
         job = self.runner.start(
-            f"checking {Path(path).name}",
-            load_model,
-            *spec,
-            on_done=lambda model: self._opened(spec, model),
+            f"checking {Path(path).name}", load_model, *spec, on_done=partial(self._opened, spec)
         )
         self._show()
         return job

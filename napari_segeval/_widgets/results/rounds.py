@@ -160,13 +160,9 @@ class RoundStepper(QWidget):
         loaded, image = self.panel.loaded, self.case_layers.layers.get("image")
         if loaded is None or key in loaded.pair or key not in loaded.predictions:
             return
+        needs = [image] if image is not None else []
         self.panel.runner.start_next(
-            f"counting {key}",
-            pair_job,
-            loaded,
-            key,
-            on_done=self._compared,
-            needs=[image] if image is not None else [],
+            f"counting {key}", pair_job, loaded, key, on_done=self._compared, needs=needs
         )
 
     def _compared(self, result: tuple) -> None:
