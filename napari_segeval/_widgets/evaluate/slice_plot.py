@@ -112,12 +112,8 @@ class SlicePlot(QWidget):
             self.update()
 
     def _plot_rect(self) -> QRectF:
-        return QRectF(
-            self.LEFT,
-            self.TOP,
-            max(self.width() - self.LEFT - self.RIGHT, 1),
-            max(self.height() - self.TOP - self.BOTTOM, 1),
-        )
+        w, h = self.width() - self.LEFT - self.RIGHT, self.height() - self.TOP - self.BOTTOM
+        return QRectF(self.LEFT, self.TOP, max(w, 1), max(h, 1))
 
     def x_of(self, index: float) -> float:
         """Widget x coordinate of slice ``index``."""
