@@ -194,8 +194,7 @@ NOISE_STD = 0.02
 
 def keeps_frames(spec: tuple[str, str | None, str], model: Any = None) -> bool:
     """Whether the model of ``spec`` keeps the slices' embeddings (``frame_features``)."""
-    caps = _capabilities(spec, model)
-    return caps is not None and caps.frame_features
+    return (caps := _capabilities(spec, model)) is not None and caps.frame_features
 
 
 def uncertainty(

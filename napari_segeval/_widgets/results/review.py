@@ -36,7 +36,9 @@ class ReviewBox(QWidget):
         self.flagged.setMaximumHeight(110)
         self.flagged.setWordWrap(True)
         self.flagged.setToolTip("the slices to look at, riskiest first (click: go there)")
-        self.flagged.itemClicked.connect(self._clicked)
+        self.flagged.itemClicked.connect(
+            lambda item: self.slice_chosen.emit(int(item.data(SLICE_ROLE)))
+        )
         self.mark_button = QPushButton(MARK)
         self.mark_button.setCheckable(True)
         self.mark_button.setEnabled(False)
@@ -101,9 +103,6 @@ class ReviewBox(QWidget):
     def slices(self) -> list[int]:
         items = (self.flagged.item(i) for i in range(self.flagged.count()))
         return [item.data(SLICE_ROLE) for item in items if item is not None]
-
-    def _clicked(self, item: QListWidgetItem) -> None:
-        self.slice_chosen.emit(int(item.data(SLICE_ROLE)))
 
     def _mark_clicked(self, checked: bool) -> None:
         case = self.case
