@@ -103,12 +103,9 @@ class PropagationJobs:
         name = self.result_name or f"{image.name} prediction"
         base = p.state.predictions.get(CLEAN) if known else None
         spatial = shape[1:] if p.state.kind() == "image" else shape
+        before = None if base is None else np.asarray(base.data)
         paint = p.live.start(
-            f"{name} (propagating)",
-            spatial,
-            base=None if base is None else np.asarray(base.data),
-            clear=changed,
-            hide=base,
+            f"{name} (propagating)", spatial, base=before, clear=changed, hide=base
         )
         ref = p.state.reference
         fits = ref is not None and tuple(ref.data.shape) == tuple(spatial)
