@@ -174,7 +174,7 @@ def _timed_selections(out: Path, repeats: int) -> dict:
         if not panel.evaluate.dice.records:
             raise RuntimeError("the Dice panel was not filled")
         dice = panel.evaluate.dice
-        dice._surface_timer.stop()
+        dice.surface_timer.stop()
         if dice.surface_runner.running:
             dice.surface_runner.cancel()
             wait(lambda d=dice: not d.surface_runner.running)

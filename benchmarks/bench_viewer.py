@@ -151,7 +151,7 @@ def latency(shape, strokes: int) -> dict:
             app.processEvents()
     # the surface metrics of the last state, for scale
     t0 = time.perf_counter()
-    while panel.surface_runner.running or panel._surface_timer.isActive():
+    while panel.surface_runner.running or panel.surface_timer.isActive():
         app.processEvents()
         time.sleep(0.01)
     surface_wait = time.perf_counter() - t0

@@ -1,6 +1,9 @@
-"""The panels' layouts: magicgui forms, rows, columns and wrapped text lines."""
+"""The panels' layouts (magicgui forms, rows, columns, wrapped text lines) and questions."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 from magicgui.widgets import Widget
 from qtpy.QtWidgets import (
@@ -9,6 +12,7 @@ from qtpy.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLayout,
+    QMessageBox,
     QVBoxLayout,
     QWidget,
 )
@@ -17,11 +21,8 @@ Item = QWidget | QLayout | int
 
 
 def form(*widgets: Widget) -> QWidget:
-    """A Qt form of magicgui ``widgets``: one row each, labelled by its ``label``, no margins.
-
-    A ``QFormLayout``, not a magicgui ``Container``: under napari's stylesheet the latter
-    pushes a long label's input out of line with the others.
-    """
+    """A Qt form of magicgui ``widgets`` (one labelled row each, no margins): not a magicgui
+    ``Container``, which under napari's stylesheet pushes a long label's input out of line."""
     box = QWidget()
     layout = QFormLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
@@ -63,3 +64,17 @@ def text_line(text: str = "") -> QLabel:
     label = QLabel(text)
     label.setWordWrap(True)
     return label
+
+
+def confirm_replace(parent: Any, path: str | Path) -> bool:
+    """True when ``path`` is free, or the person agrees to replace it (``parent`` asks)."""
+    if not Path(path).exists():
+        return True
+    answer = QMessageBox.question(
+        parent,
+        "Replace file?",
+        f"{path} exists. Replace it?",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes

@@ -17,23 +17,14 @@ NONE = "(none)"
 ROLES = ("image", "reference", *CONDITIONS)
 
 
-def layer_class(role: str) -> type[Image | Labels]:
-    """The napari layer class a role takes (``Image`` for the image, else ``Labels``)."""
-    return Image if role == "image" else Labels
-
-
 def _choices(viewer: Any, kind: type[Image | Labels], _widget: Any) -> list[tuple[str, Any]]:
     """A combo box's choices: :data:`NONE`, then the viewer's layers of class ``kind``."""
     return [(NONE, NONE), *((ly.name, ly) for ly in viewer.layers if isinstance(ly, kind))]
 
 
 class LayerPicker(QWidget):
-    """Combo boxes bound to a :class:`ViewerState`, following the viewer's layer list.
-
-    Each ``combos[role]`` (``roles``: some of :data:`ROLES`) lists the layers of the role's
-    class after :data:`NONE` (magicgui does not report a change to None); a change writes
-    the state, and the combo boxes follow the state's changes.
-    """
+    """Combo boxes bound both ways to a :class:`ViewerState`, following the viewer's layers;
+    each lists :data:`NONE` first (magicgui does not report a change to None)."""
 
     def __init__(self, viewer: Any, state: ViewerState, roles: Sequence[str] = ROLES) -> None:
         super().__init__()
@@ -44,7 +35,9 @@ class LayerPicker(QWidget):
         self.state = state
         # no reference to self in the combos: psygnal then lets a closed panel go
         self.combos = {
-            role: ComboBox(label=role, choices=partial(_choices, viewer, layer_class(role)))
+            role: ComboBox(
+                label=role, choices=partial(_choices, viewer, Image if role == "image" else Labels)
+            )
             for role in roles
         }
         vbox(self, form(*self.combos.values()), tight=True)

@@ -1,7 +1,5 @@
-"""Shared state of the napari-segeval panels: a plain object passed to each panel.
-
-Panels given no state share the viewer's (:func:`shared_state`, see docs/design.md).
-"""
+"""Shared state of the napari-segeval panels: a plain object passed to each panel (given none,
+they share the viewer's: :func:`shared_state`, docs/design.md)."""
 
 from __future__ import annotations
 
@@ -38,15 +36,10 @@ class StateEvents(SignalGroup):
 class ViewerState:
     """Which layers form the case being evaluated, and what the panels found out about it.
 
-    ``predictions``: layer (or None) by condition (:data:`CONDITIONS`); ``structures``:
-    names by id (the reference's metadata/features); ``current``: the structure the panels
-    focus on; ``boxes``/``points``: the prompt layers; ``model``, ``model_key``,
-    ``model_kind``: the clean prediction's model, what loaded it, ``"promptable"`` or
-    ``"dense"``; ``prompts``: the last propagation's sets (reused by attacks and
-    uncertainty); ``window``: the model's CT window (None: the backend's); ``uncertainty``
-    and ``risk`` (``StructureRisk``) per structure of the clean prediction, emptied when it
-    changes; ``attacked_image``: the attacked prediction's image (compare mode's third
-    view); ``counted``: worker-made ``LiveMetrics`` for :meth:`set_case`'s layers.
+    ``model``/``model_key``/``model_kind``: the clean prediction's model, what loaded it, its
+    kind; ``prompts``: the last propagation's sets; ``window``: the model's CT window (None:
+    the backend's); ``uncertainty``/``risk``: per structure, emptied with a new clean
+    prediction; ``counted``: worker-made ``LiveMetrics`` for :meth:`set_case`'s layers.
     """
 
     image: Any = None
@@ -67,10 +60,14 @@ class ViewerState:
     attacked_image: Any = None
     events: StateEvents = field(default_factory=StateEvents, repr=False, compare=False)
 
+    def _change(self, name: str, value: Any) -> None:
+        """Set field ``name`` and emit its signal, unless it already holds ``value``."""
+        if value is not getattr(self, name):
+            setattr(self, name, value)
+            self.events[name].emit()
+
     def set_image(self, layer: Any) -> None:
-        if layer is not self.image:
-            self.image = layer
-            self.events.image.emit()
+        self._change("image", layer)
 
     def set_reference(self, layer: Any) -> None:
         """Choose the reference layer and read its structure names."""
@@ -105,9 +102,7 @@ class ViewerState:
 
     def set_attacked_image(self, layer: Any) -> None:
         """Choose the perturbed image layer that goes with the attacked prediction."""
-        if layer is not self.attacked_image:
-            self.attacked_image = layer
-            self.events.attacked_image.emit()
+        self._change("attacked_image", layer)
 
     def set_model(self, model: Any, key: tuple | None, kind: str) -> None:
         """Remember the model that produced the clean prediction (``kind``: promptable/dense)."""
@@ -134,11 +129,8 @@ class ViewerState:
         counted: dict | None = None,
         attacked_image: Any = None,
     ) -> None:
-        """Choose every layer of a case at once, with one ``events.reference``.
-
-        ``counted`` maps a condition to the :class:`~napari_segeval.metrics.LiveMetrics`
-        of these very arrays, made in a worker, for the Dice panel to adopt.
-        """
+        """Choose every layer of a case at once, with one ``events.reference``; ``counted``:
+        the ``LiveMetrics`` of these arrays by condition, for the Dice panel."""
         self.counted = dict(counted or {})
         self.attacked_image = attacked_image
         self.image = image
@@ -152,10 +144,6 @@ class ViewerState:
         self.current = current if current in self.structures else next(iter(self.structures), None)
         self.events.reference.emit()
         self.counted = {}  # not taken now: stale once the arrays are edited
-
-    def take_counted(self, condition: str) -> Any:
-        """The counter made in a worker for ``condition``'s layers (once; None if none)."""
-        return self.counted.pop(condition, None)
 
     def set_current(self, label: int | None) -> None:
         if label != self.current:
@@ -176,8 +164,7 @@ class ViewerState:
 
     def spacing(self) -> tuple[float, ...] | None:
         """Voxel spacing in mm per array axis (None without layers)."""
-        g = self.geometry()
-        return None if g is None else tuple(g.spacing)
+        return None if (g := self.geometry()) is None else tuple(g.spacing)
 
     def _meta(self, key: str) -> Any:
         """The first non-empty ``metadata[key]`` of the image, then the reference."""
@@ -195,9 +182,7 @@ class ViewerState:
         if axes := self._meta("axes"):
             return str(axes)
         layer = self.reference if self.reference is not None else self.image
-        if layer is None:
-            return ""
-        return {2: "yx", 3: "zyx"}.get(layer.ndim, "")
+        return "" if layer is None else {2: "yx", 3: "zyx"}.get(layer.ndim, "")
 
     def kind(self) -> str:
         """``"volume"``, ``"video"``, ``"series"`` (``tzyx``, :data:`SERIES_HINT`), ``"image"``."""

@@ -40,11 +40,8 @@ def describe_layer(layer) -> dict[str, str]:
 
 
 class CaseWidget(QWidget):
-    """Pick the image and reference-label layers of the case and show their geometry.
-
-    ``fields`` show :func:`describe_layer`, ``status`` whether the reference lines up with
-    the image, ``display`` the image modality's display presets (a new image: the first).
-    """
+    """Pick the image and reference layers of the case, show their geometry and whether they
+    line up; ``display``: the image modality's display presets (a new image: the first)."""
 
     def __init__(
         self, napari_viewer: napari.viewer.Viewer, state: ViewerState | None = None
@@ -74,8 +71,7 @@ class CaseWidget(QWidget):
         self.colours = ColourLanguage(napari_viewer, self.state)
         self.state.events.image.connect(self._on_state)
         self.state.events.reference.connect(self._on_state)
-        self._refresh_fields()
-        self._fill_display()
+        self._on_state()
 
     def _on_state(self) -> None:
         self._refresh_fields()
@@ -109,9 +105,13 @@ class CaseWidget(QWidget):
         preset = self._presets[names.index(name)]
         image = self.state.image
         limits = preset.limits(np.asarray(image.data))
+        lo, hi = limits
         for layer in (image, self.state.attacked_image):
             if layer is not None and not getattr(layer, "rgb", False):
-                _set_limits(layer, limits)
+                range_lo, range_hi = layer.contrast_limits_range
+                if lo < range_lo or hi > range_hi:  # widen the slider to hold the limits
+                    layer.contrast_limits_range = (min(lo, range_lo), max(hi, range_hi))
+                layer.contrast_limits = (lo, hi)
         return limits
 
     def _display_picked(self, name: str | None) -> None:
@@ -138,12 +138,3 @@ class CaseWidget(QWidget):
         if any(abs(a - b) > 1e-6 for a, b in zip(image.scale[-labels.ndim :], labels.scale)):
             return "reference spacing differs from image spacing"
         return "reference lines up with the image"
-
-
-def _set_limits(layer: Any, limits: tuple[float, float]) -> None:
-    """Set an Image layer's contrast limits, widening its slider range to hold them."""
-    lo, hi = limits
-    range_lo, range_hi = layer.contrast_limits_range
-    if lo < range_lo or hi > range_hi:
-        layer.contrast_limits_range = (min(lo, range_lo), max(hi, range_hi))
-    layer.contrast_limits = (lo, hi)

@@ -51,11 +51,8 @@ DISAGREEMENT_COLOURS = {"lost": "#ff5030", "gained": "#30d0ff", "changed": "#ffd
 
 @dataclass(frozen=True)
 class Look:
-    """How one Labels layer is drawn.
-
-    ``colours`` maps a label id to ``#rrggbb``, ``None`` every other id (the background is
-    transparent); ``contour`` is napari's: 0 fills, more draws an outline that wide.
-    """
+    """How one Labels layer is drawn: ``colours`` by label id (``None``: every other id, the
+    background transparent) and napari's ``contour`` (0 fills, more: an outline that wide)."""
 
     colours: dict[int | None, str]
     contour: int
@@ -68,24 +65,12 @@ def _each_channel(colour: str, change: Callable[[int], float]) -> str:
 
 
 def shade(colour: str, factor: float) -> str:
-    """``colour`` (``#rrggbb``) with each channel times ``factor`` (0..1).
-
-    Examples
-    --------
-    >>> shade("#ff8040", 0.5)
-    '#7f4020'
-    """
+    """``colour`` (``#rrggbb``) with each channel times ``factor`` (0..1)."""
     return _each_channel(colour, lambda c: c * factor)
 
 
 def tint(colour: str, amount: float) -> str:
-    """``colour`` (``#rrggbb``) mixed ``amount`` (0..1) of the way to white.
-
-    Examples
-    --------
-    >>> tint("#ff8040", 0.5)
-    '#ffbf9f'
-    """
+    """``colour`` (``#rrggbb``) mixed ``amount`` (0..1) of the way to white."""
     return _each_channel(colour, lambda c: c + (255 - c) * amount)
 
 
@@ -132,13 +117,6 @@ def colormap(role: str, structures: Mapping[int, str]) -> Any:
     return DirectLabelColormap(color_dict=dict(look(role, structures).colours))
 
 
-def apply_look(layer: Any, role: str, structures: Mapping[int, str]) -> None:
-    """Draw the Labels ``layer`` as ``role`` (a prediction's ``contour`` is the user's)."""
-    layer.colormap = colormap(role, structures)
-    if role == "reference":
-        layer.contour = REFERENCE_CONTOUR
-
-
 def reference_name(name: str) -> str:
     """The name a layer gets once it is the case's reference."""
     if "reference" in name.lower():
@@ -175,11 +153,8 @@ def legend_html(structures: Mapping[int, str]) -> str:
 
 
 class ColourLanguage:
-    """Keeps the case's Labels layers drawn in the colour language.
-
-    Each layer the state names is drawn as its role; the reference is renamed as one
-    and kept above the predictions, so its outline is never hidden under a fill.
-    """
+    """Keeps the case's Labels layers drawn in the colour language; the reference is renamed
+    as one and kept above the predictions, so its outline is never hidden under a fill."""
 
     def __init__(self, viewer: Any, state: Any) -> None:
         self.viewer = viewer
@@ -199,8 +174,9 @@ class ColourLanguage:
             layer = self.state.layer(role)
             if layer is None or not hasattr(layer, "contour"):
                 continue
-            apply_look(layer, role, structures)
-            if role == "reference":
+            layer.colormap = colormap(role, structures)
+            if role == "reference":  # a prediction's contour is the user's
+                layer.contour = REFERENCE_CONTOUR
                 new = reference_name(layer.name)
                 if new != layer.name and new not in self.viewer.layers:
                     layer.name = new

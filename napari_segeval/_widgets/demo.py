@@ -1,8 +1,7 @@
 """``segeval demo``: the CT sample, a liver box, propagation, an attack, the Dice panel.
 
-It runs the panels a person uses, chaining their jobs. ``compare=True`` ends in compare
-mode; ``correct=True`` (no attack) corrects the liver on its largest badly wrong slice
-with the ``interactive`` protocol's prompt rule, then *Re-propagate*.
+It chains the jobs of the panels a person uses; ``correct=True`` (no attack) corrects the
+liver's worst slice with the ``interactive`` protocol's prompt rule, then re-propagates.
 """
 
 from __future__ import annotations
@@ -21,16 +20,7 @@ from napari_segeval._widgets.main import SegEvalWidget
 
 
 def check_attack_settings(eps: float, steps: int) -> None:
-    """Refuse an epsilon or a step count the Attack panel would clamp (one line).
-
-    Examples
-    --------
-    >>> check_attack_settings(0.02, 5)
-    >>> check_attack_settings(-1, 5)
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: --eps must be in [0, 1] (normalized units), got -1
-    """
+    """Refuse an epsilon or a step count the Attack panel would clamp (one line)."""
     from napari_segeval._errors import SegEvalError
 
     for flag, value, (lo, hi), unit in (
@@ -227,10 +217,8 @@ def _finish(
     done: Callable[[], Any],
     failure: Callable[[], str | None],
 ) -> Path | None:
-    """Hand over to napari; with ``screenshot``, wait for ``done()``, save the window, close.
-
-    Raises ``SegEvalError(failure())`` instead when that is a message.
-    """
+    """Hand over to napari; with ``screenshot``, wait for ``done()``, save the window, close
+    (or raise ``SegEvalError(failure())`` when that is a message)."""
     import napari
 
     from napari_segeval._errors import SegEvalError
@@ -255,13 +243,8 @@ def _finish(
 
 
 def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None:
-    """Open napari with the demo; with ``screenshot``, save the window there and return.
-
-    Raises
-    ------
-    SegEvalError
-        When propagation or the attack fails (the message says why).
-    """
+    """Open napari with the demo; with ``screenshot``, save the window there and return
+    (``SegEvalError`` when propagation or the attack fails)."""
     viewer = _viewer("napari-segeval demo")
     demo = DemoRun(viewer, **kwargs)
     demo.start()
@@ -275,10 +258,8 @@ def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None
 
 
 def show_results(viewer: Any, results: str | Path) -> Any:
-    """Dock the *Results* and *Evaluate* panels, open ``results`` and select its worst row.
-
-    Returns the Results panel; wait for ``panel.loaded`` before looking at the layers.
-    """
+    """Dock the *Results* and *Evaluate* panels, open ``results``, select its worst row; returns
+    the Results panel (wait for ``panel.loaded`` before looking at the layers)."""
     from napari_segeval._widgets.results.panel import ResultsPanel
 
     panel = ResultsPanel(viewer)
@@ -297,13 +278,8 @@ def show_results(viewer: Any, results: str | Path) -> Any:
 
 
 def run_results_demo(results: str | Path, screenshot: str | Path | None = None) -> Path | None:
-    """Open napari on a results folder with its worst row shown; optionally save a screenshot.
-
-    Raises
-    ------
-    SegEvalError
-        When the folder cannot be opened or its worst case cannot be loaded.
-    """
+    """Open napari on a results folder with its worst row shown; optionally save a screenshot
+    (``SegEvalError`` when the folder or its worst case cannot be opened)."""
     import time
 
     viewer = _viewer("napari-segeval results browser")

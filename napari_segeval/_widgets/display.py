@@ -1,7 +1,6 @@
 """Display presets: what a person sees of the image (its layer's contrast limits), not the model.
 
-CT gets window/level presets in HU, other modalities percentiles of the non-zero voxels.
-"""
+CT gets window/level presets in HU, other modalities percentiles of the non-zero voxels."""
 
 from __future__ import annotations
 
@@ -33,23 +32,15 @@ MAX_SAMPLES = 1_000_000
 
 @dataclass(frozen=True)
 class DisplayPreset:
-    """One display preset: a CT ``window`` (level, width) in HU, ``percentiles`` (low, high)
-    of the non-zero finite voxels, or (neither) the full range; ``name`` is what the Case
-    panel lists (``"lung W1500 L-600"``, ``"0.5-99.5 %"``).
-    """
+    """A display preset: a CT ``window`` (level, width) in HU, ``percentiles`` (low, high) of
+    the non-zero finite voxels, or (neither) the full range; ``name``: as the Case panel lists."""
 
     name: str
     window: tuple[float, float] | None = None
     percentiles: tuple[float, float] | None = None
 
     def limits(self, data: np.ndarray) -> tuple[float, float]:
-        """The contrast limits this preset gives ``data`` (low < high).
-
-        Examples
-        --------
-        >>> DisplayPreset("p", percentiles=(0.0, 100.0)).limits(np.array([0, 5, 10, 20]))
-        (5.0, 20.0)
-        """
+        """The contrast limits this preset gives ``data`` (low < high)."""
         if self.window is not None:
             level, width = self.window
             return level - width / 2.0, level + width / 2.0
@@ -63,36 +54,21 @@ def _spread(lo: float, hi: float) -> tuple[float, float]:
     return (lo, hi) if hi > lo else (lo, lo + 1.0)
 
 
-def _sample(data: np.ndarray) -> np.ndarray:
-    flat = np.asarray(data).reshape(-1)
-    flat = flat[:: max(1, flat.size // MAX_SAMPLES)]
-    return flat[np.isfinite(flat)] if flat.dtype.kind == "f" else flat
-
-
 def _finite_range(data: np.ndarray) -> tuple[float, float]:
     values = np.asarray(data)
-    if values.size == 0 or (values.dtype.kind == "f" and not np.isfinite(values).any()):
-        return 0.0, 1.0
     if values.dtype.kind == "f":
         values = values[np.isfinite(values)]
-    return float(values.min()), float(values.max())
+    return (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
 
 
 def percentile_limits(data: np.ndarray, low: float, high: float) -> tuple[float, float]:
-    """Percentiles ``low`` and ``high`` (in %) of the non-zero finite voxels of ``data``.
-
-    Sampled with an even stride beyond :data:`MAX_SAMPLES` voxels; ``(0, 1)`` with none.
-
-    Examples
-    --------
-    >>> image = np.zeros((4, 10)); image[1] = np.arange(1, 11)
-    >>> percentile_limits(image, 10, 90)
-    (1.9, 9.1)
-    """
+    """Percentiles ``low`` and ``high`` (in %) of the non-zero finite voxels of ``data`` (an
+    even stride beyond :data:`MAX_SAMPLES` voxels); ``(0, 1)`` with none."""
     if not 0.0 <= low < high <= 100.0:
         raise ValueError(f"percentiles must satisfy 0 <= low < high <= 100, got {low}, {high}")
-    values = _sample(data)
-    values = values[values != 0]
+    flat = np.asarray(data).reshape(-1)
+    values = flat[:: max(1, flat.size // MAX_SAMPLES)]
+    values = values[(values != 0) & np.isfinite(values)]
     if values.size == 0:
         return 0.0, 1.0
     lo, hi = np.percentile(values, [low, high])
@@ -100,13 +76,7 @@ def percentile_limits(data: np.ndarray, low: float, high: float) -> tuple[float,
 
 
 def presets_for(modality: str) -> tuple[DisplayPreset, ...]:
-    """The display presets of ``modality``, the default first.
-
-    Examples
-    --------
-    >>> [p.name for p in presets_for("MR")]
-    ['0.5-99.5 %', '1-99 %', '2-98 %', 'full range']
-    """
+    """The display presets of ``modality``, the default first."""
     percentiles = tuple(DisplayPreset(k, percentiles=v) for k, v in PERCENTILE_WINDOWS.items())
     full = (DisplayPreset(FULL_RANGE),)
     if modality != "CT":

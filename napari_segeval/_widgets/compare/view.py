@@ -1,8 +1,7 @@
 """Compare mode: clean and attacked side by side in three canvases linked to the viewer.
 
 napari's grid mode cannot show *image + reference* beside *image + prediction*; these
-``ViewerModel`` canvases mirror the main layers read-only, linked both ways.
-"""
+``ViewerModel`` canvases mirror the main layers read-only, linked both ways."""
 
 from __future__ import annotations
 
@@ -61,27 +60,12 @@ def _signature(layers: list) -> list:
 
 
 def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
-    """Title of a view: its prediction's name (``metadata["prediction"]``) when it names a model.
-
-    Examples
-    --------
-    >>> pane_title("clean", None, False)
-    'image + clean prediction'
-    >>> from types import SimpleNamespace as L
-    >>> from napari_segeval.evaluation.keys import PredictionKey as K
-    >>> pane_title("attacked", L(metadata={"prediction": K("clean", model="threshold")}), False)
-    'image + clean @ threshold'
-    >>> pane_title("attacked", L(metadata={}), False)
-    'image + attacked prediction (no attacked image)'
-    """
+    """Title of a view: its prediction's name (``metadata["prediction"]``) when it names a model."""
     from napari_segeval.evaluation.keys import PredictionKey
 
     prediction = (getattr(layer, "metadata", None) or {}).get("prediction")
-    if (
-        key != "reference"
-        and isinstance(prediction, PredictionKey)
-        and prediction.model is not None
-    ):
+    named = isinstance(prediction, PredictionKey) and prediction.model is not None
+    if key != "reference" and named:
         shown = "attacked image" if key == "attacked" and has_attacked_image else "image"
         return f"{shown} + {prediction}"
     if key == "attacked" and not has_attacked_image:
@@ -90,11 +74,8 @@ def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
 
 
 def attacked_image(viewer: Any, state: ViewerState) -> Any:
-    """The attacked image layer: ``state.attacked_image`` while in the viewer, or None.
-
-    Else the last Image layer of the image's shape named ``attacked`` or ``perturbed``
-    (not ``perturbation``), for layers a person opened.
-    """
+    """``state.attacked_image`` while in the viewer, else the last Image layer of the image's
+    shape named ``attacked`` or ``perturbed`` (not ``perturbation``: layers a person opened)."""
     from napari.layers import Image
 
     image, chosen = state.image, state.attacked_image
@@ -123,11 +104,8 @@ def _aligned(value: tuple, ndim: int, current: tuple) -> tuple:
 
 
 class CompareView(QWidget):
-    """Three linked canvases showing reference, clean and attacked predictions.
-
-    Docked at the bottom of ``viewer``'s window. ``models`` holds the views' viewer models,
-    keyed as :data:`PANES`; ``sources`` the main viewer's layers each view mirrors.
-    """
+    """Three linked canvases docked below the viewer: reference, clean and attacked predictions;
+    ``models``: the views' viewer models by :data:`PANES` key, ``sources``: the layers mirrored."""
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
         from napari.components import ViewerModel
@@ -153,9 +131,7 @@ class CompareView(QWidget):
             model = ViewerModel(title=title)
             qt = QtViewer(model, show_welcome_screen=False)
             label = QLabel(title)
-            column = vbox(None, label)
-            column.addWidget(qt, 1)
-            row.addLayout(column, 1)
+            row.addLayout(vbox(None, label, qt, stretch=qt), 1)
             self.models[key], self.qt_viewers[key], self.titles[key] = model, qt, label
         self.rebuild()
         self._links: list[tuple[Any, Callable[..., Any]]] = [
@@ -191,11 +167,8 @@ class CompareView(QWidget):
         return len(self._links) + sum(len(v) for v in self._follow.values())
 
     def rebuild(self) -> None:
-        """Mirror the case's current layers into the three views and align them.
-
-        Only panes whose sources changed are refilled: emptying a napari view runs a full
-        garbage collection (about half a second with torch loaded).
-        """
+        """Mirror the case's current layers into the three views and align them (only panes
+        whose sources changed: emptying a napari view runs a full garbage collection)."""
         s = self.state
         attacked = attacked_image(self.viewer, s)
         sources = {
@@ -318,11 +291,7 @@ class CompareView(QWidget):
 
 
 class CompareBar(QWidget):
-    """The Evaluate widget's display options: compare mode, disagreement, outlines, legend.
-
-    Its :class:`ColourLanguage` keeps the case's layers drawn; ``view`` is the open
-    :class:`CompareView` or None.
-    """
+    """The Evaluate widget's display options: compare mode, disagreement, outlines, legend."""
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
         super().__init__()

@@ -1,7 +1,6 @@
 """The *Attack* panel: attack the model of the clean prediction (or one chosen), compare.
 
-Epsilon is in normalized units (``--eps``), shown in raw units too.
-"""
+Epsilon is in normalized units (``--eps``), shown in raw units too."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from qtpy.QtWidgets import QGroupBox, QWidget
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form, text_line, vbox
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState
-from napari_segeval._widgets.jobs.tasks import attack, attack_with, raw_per_unit
+from napari_segeval._widgets.jobs.tasks import attack, attack_with
 from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.models.picker import ModelPicker
 from napari_segeval._widgets.prompt.panel import prediction_layer
@@ -80,9 +79,7 @@ class AttackPanel(QWidget):
 
     def model_kind(self) -> str | None:
         """``"promptable"`` or ``"dense"``: the kind of the model attacked (None: no model)."""
-        if self.state.model is None:
-            return None
-        return self.state.model_kind or "promptable"
+        return None if self.state.model is None else self.state.model_kind or "promptable"
 
     def raw_epsilon(self) -> float | None:
         """Epsilon in raw units for the loaded model, or None before a model is loaded."""
@@ -92,8 +89,9 @@ class AttackPanel(QWidget):
         if self.model_kind() == "dense":
             scale = float(model.raw_per_normalized_unit)
         else:
-            image = np.asarray(image.data)
-            scale = raw_per_unit(model, self.state.modality(), self.state.window, image)
+            data = np.asarray(image.data)
+            info = model.normalize_info(self.state.modality(), self.state.window, data)
+            scale = float(info.raw_per_normalized_unit)
         return float(self.eps.value) * scale
 
     def _show_raw(self, *_: Any) -> None:
@@ -127,15 +125,9 @@ class AttackPanel(QWidget):
                 )
             spec = (*chosen, "auto")
             cached = (spec, model) if model is not None and self.state.model_key == spec else None
+            done = partial(self._chosen_done, spec=spec, image=image, attack_name=name)
             return start(
-                attack_with,
-                spec,
-                cached,
-                case,
-                prompts,
-                *budget,
-                window=window,
-                on_done=lambda out: self._chosen_done(out, spec, image, name),
+                attack_with, spec, cached, case, prompts, *budget, window=window, on_done=done
             )
         done = partial(self._done, image=image, attack_name=name)
         if self.model_kind() == "dense":

@@ -98,7 +98,8 @@ class DicePanel(QWidget):
         layout.setStretchFactor(self.table, 2)
         layout.setStretchFactor(self.plot, 1)
         self._flush_timer = restartable_timer(self, 0, self.flush)
-        self._surface_timer: QTimer = restartable_timer(self, SURFACE_DELAY_MS, self._start_surface)
+        #: the delay after an edit before the surface metrics are computed again
+        self.surface_timer: QTimer = restartable_timer(self, SURFACE_DELAY_MS, self._start_surface)
         ev = self.state.events
         self._unlisten = listen(
             [
@@ -128,7 +129,7 @@ class DicePanel(QWidget):
                 if pred is None:
                     continue
                 spacing, names = self.state.spacing(), self.state.structures or None
-                counted = self.state.take_counted(cond)
+                counted = self.state.counted.pop(cond, None)  # a worker's, once
                 try:
                     if counted is not None and counted.adopt(ref.data, pred.data, spacing, names):
                         self.live[cond] = counted  # counted in the results browser's worker
@@ -159,12 +160,7 @@ class DicePanel(QWidget):
         self.worst_button.setVisible(scored and self.state.kind() != "image")
         self.overlay.refresh()
         self.refresh()
-        self._surface_timer.start()
-
-    @property
-    def surface_timer(self) -> QTimer:
-        """The delay after an edit before the surface metrics are computed again."""
-        return self._surface_timer
+        self.surface_timer.start()
 
     def show_result(self, text: str) -> None:
         """Show a job's result line above the table (nothing for an empty ``text``)."""
@@ -212,7 +208,7 @@ class DicePanel(QWidget):
             self.surface[cond] = None
         if pending:
             self.refresh()
-            self._surface_timer.start()
+            self.surface_timer.start()
 
     def refresh(self) -> None:
         """Redraw the table and the plot from the counters."""
@@ -312,7 +308,7 @@ class DicePanel(QWidget):
             return
         if self.surface_runner.running:
             self.surface_runner.cancel()
-            self._surface_timer.start()
+            self.surface_timer.start()
             return
         ref = self.state.reference
         preds = {c: self.state.predictions[c] for c in self.live}
@@ -329,7 +325,7 @@ class DicePanel(QWidget):
         )
 
     def _surface_done(self, rows: dict[str, list[dict]]) -> None:
-        if self._pending or self._surface_timer.isActive():
+        if self._pending or self.surface_timer.isActive():
             return  # an edit arrived meanwhile: the next run brings fresh values
         for cond, value in rows.items():
             if cond in self.live:

@@ -72,9 +72,8 @@ class DiceTable(QTableWidget):
         value = (rec[part] or {}).get(key, float("nan"))
         delta = part == "delta"
         computing = part in self.computing and key in SURFACE_KEYS and not delta
-        item = QTableWidgetItem(
-            "..." if computing and np.isnan(value) else METRICS[key].text(value, delta)
-        )
+        text = "..." if computing and np.isnan(value) else METRICS[key].text(value, delta)
+        item = QTableWidgetItem(text)
         colour = None
         if key == "dice" and not delta:
             colour = dice_colour(value)
@@ -89,9 +88,8 @@ class DiceTable(QTableWidget):
         return item
 
     def _uncertainty_cell(self, rec: dict) -> QTableWidgetItem:
-        item = QTableWidgetItem(
-            UNCERTAINTY.text(self.case_state.uncertainty.get(int(rec["label"])))
-        )
+        score = self.case_state.uncertainty.get(int(rec["label"]))
+        item = QTableWidgetItem(UNCERTAINTY.text(score))
         item.setToolTip(
             "uncertainty of the clean prediction: mean normalised entropy over the structure "
             "and its boundary band"

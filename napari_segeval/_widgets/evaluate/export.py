@@ -12,27 +12,12 @@ from magicgui.widgets import ComboBox
 from qtpy.QtWidgets import QFileDialog, QPushButton, QWidget
 
 from napari_segeval._atomic import atomic_open
-from napari_segeval._widgets._form import form, text_line, vbox
+from napari_segeval._widgets._form import confirm_replace, form, text_line, vbox
 from napari_segeval._widgets._state import CONDITIONS, ViewerState
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.arrays import PANEL_KEYS
 
 LABEL_FILTER = "Label maps (*.nii.gz *.nii *.mha *.nrrd)"
-
-
-def metrics_records(records: list[dict]) -> list[dict]:
-    """Flatten the Dice panel's records to CSV rows (one per structure and condition)."""
-    return [
-        {
-            "label": rec["label"],
-            "name": rec["name"],
-            "condition": cond,
-            **{k: values.get(k, float("nan")) for k in PANEL_KEYS},
-        }
-        for rec in records
-        for cond in CONDITIONS
-        if (values := rec.get(cond)) is not None
-    ]
 
 
 class ExportPanel(QWidget):
@@ -64,15 +49,13 @@ class ExportPanel(QWidget):
         if path:
             run_guarded("export", lambda: action(Path(path)))
 
-    def confirm_overwrite(self, path: Path) -> bool:
-        """True when ``path`` is free, or the person agrees to replace it."""
-        from napari_segeval._widgets._dialogs import confirm_replace
-
-        return confirm_replace(self, path)
-
-    def _done(self, path: Path | None, what: str) -> Path | None:
-        self.status.setText(f"saved {what} to {path}" if path else f"{what} not saved")
-        return path
+    def _save(self, path: Path, what: str, write: Callable[[Path], Any]) -> Path | None:
+        """``write(path)`` once the person agrees to replace a file there; says what happened."""
+        out = Path(path) if confirm_replace(self, path) else None
+        if out is not None:
+            write(out)
+        self.status.setText(f"saved {what} to {out}" if out else f"{what} not saved")
+        return out
 
     def save_prediction(self, path: Path, condition: str | None = None) -> Path | None:
         """Write a prediction with the image's geometry (``io.write_labels``)."""
@@ -82,28 +65,37 @@ class ExportPanel(QWidget):
         layer = self.state.predictions.get(condition)
         if layer is None:
             raise ValueError(f"no {condition} prediction to save")
-        if not self.confirm_overwrite(path):
-            return self._done(None, f"{condition} prediction")
-        out = write_labels(path, np.asarray(layer.data), self.state.geometry(), overwrite=True)
-        return self._done(out, f"{condition} prediction")
+        data, geometry = np.asarray(layer.data), self.state.geometry()
+        return self._save(
+            path,
+            f"{condition} prediction",
+            lambda p: write_labels(p, data, geometry, overwrite=True),
+        )
 
     def save_metrics(self, path: Path) -> Path | None:
         """Write the Dice panel's table as CSV (one row per structure and condition)."""
-        rows = metrics_records(self.records())
+        rows = [
+            {"label": rec["label"], "name": rec["name"], "condition": cond}
+            | {k: values.get(k, float("nan")) for k in PANEL_KEYS}
+            for rec in self.records()
+            for cond in CONDITIONS
+            if (values := rec.get(cond)) is not None
+        ]
         if not rows:
             raise ValueError("no metrics yet: choose a reference and a prediction")
-        if not self.confirm_overwrite(path):
-            return self._done(None, "metrics")
-        path = Path(path)
-        with atomic_open(path, "w", overwrite=True, newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        return self._done(path, "metrics")
+
+        def write(path: Path) -> None:
+            with atomic_open(path, "w", overwrite=True, newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+
+        return self._save(path, "metrics", write)
 
     def save_screenshot(self, path: Path, canvas_only: bool = False) -> Path | None:
         """Save a screenshot of the viewer (window, or canvas only)."""
-        if not self.confirm_overwrite(path):
-            return self._done(None, "screenshot")
-        self.viewer.screenshot(path=str(path), canvas_only=canvas_only)
-        return self._done(Path(path), "screenshot")
+        return self._save(
+            path,
+            "screenshot",
+            lambda p: self.viewer.screenshot(path=str(p), canvas_only=canvas_only),
+        )

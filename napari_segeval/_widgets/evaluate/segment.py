@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -76,14 +77,9 @@ class SegmentPanel(QWidget):
             None if self.state.model_kind != "dense" or not key else (key[1:], self.state.model)
         )
         image = self.state.image
+        done = partial(self._done, spec=spec, base=image.name)
         return self.runner.start(
-            "segmentation",
-            segment_dense,
-            spec,
-            cached,
-            case,
-            needs=[image],
-            on_done=lambda result: self._done(result, spec, image.name),
+            "segmentation", segment_dense, spec, cached, case, needs=[image], on_done=done
         )
 
     def _done(self, result: tuple, spec: tuple, base: str) -> None:

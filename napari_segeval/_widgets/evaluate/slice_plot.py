@@ -27,14 +27,8 @@ Y_TITLE = METRICS["dice"].title
 
 
 class SlicePlot(QWidget):
-    """Per-slice Dice (0..1) of one structure for each condition, slice index on x.
-
-    ``slice_clicked(int)`` is emitted with the slice under a mouse click. ``series`` holds the
-    per-slice Dice by condition (NaN: absent from both maps), ``lo``/``hi`` the slices shown,
-    ``missed``/``false_positive`` the marked slices, ``prompts`` the prompted slices, ``ends``
-    the propagated chain's, ``risk`` the risk per slice (NaN: not estimated; empty: none) and
-    ``stops`` the quality stops.
-    """
+    """Per-slice Dice of one structure by condition (NaN: absent from both maps), slices
+    ``lo`` to ``hi`` on x; ``risk`` per slice (NaN: not estimated; empty: none)."""
 
     slice_clicked = Signal(int)
     LEFT, RIGHT, TOP, BOTTOM = 34, 8, 14, 34
@@ -75,10 +69,8 @@ class SlicePlot(QWidget):
         self._reset(max((len(v) for v in self.series.values()), default=len(self.risk)))
 
     def set_risk(self, risk: np.ndarray | None, stops: tuple[int, ...] = ()) -> None:
-        """Draw the risk per slice (NaN: not estimated; None: no curve), mark the quality ``stops``.
-
-        Call it after :meth:`set_series`; without Dice curves the risk sets the number of slices.
-        """
+        """Draw the risk per slice (None: no curve), mark ``stops``; after :meth:`set_series`
+        (without Dice curves the risk sets the number of slices)."""
         self.risk = np.zeros(0) if risk is None else np.asarray(risk, float)
         self.stops = tuple(int(i) for i in stops) if risk is not None else ()
         if not self.series:
@@ -120,12 +112,8 @@ class SlicePlot(QWidget):
             self.update()
 
     def _plot_rect(self) -> QRectF:
-        return QRectF(
-            self.LEFT,
-            self.TOP,
-            max(self.width() - self.LEFT - self.RIGHT, 1),
-            max(self.height() - self.TOP - self.BOTTOM, 1),
-        )
+        w, h = self.width() - self.LEFT - self.RIGHT, self.height() - self.TOP - self.BOTTOM
+        return QRectF(self.LEFT, self.TOP, max(w, 1), max(h, 1))
 
     def x_of(self, index: float) -> float:
         """Widget x coordinate of slice ``index``."""

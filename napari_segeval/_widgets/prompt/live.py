@@ -35,11 +35,8 @@ class LiveLabels:
         clear: Sequence[int] = (),
         hide: Any = None,
     ) -> Callable[[int, int, np.ndarray], None]:
-        """Begin a run painting into a new layer ``name`` of ``shape``; returns :meth:`paint`.
-
-        ``base``: what the layer starts from, without the labels in ``clear``; ``hide``: a
-        layer hidden meanwhile. Call the returned function on the main thread only.
-        """
+        """Begin a run painting into a new layer ``name`` of ``shape``; returns :meth:`paint`
+        (main thread only). The layer starts from ``base`` less ``clear``; ``hide`` meanwhile."""
         self.stop()
         self._active, self._name, self._shape = True, name, tuple(shape)
         self._base = None if base is None or tuple(base.shape) != self._shape else base

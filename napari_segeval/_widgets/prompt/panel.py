@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -50,25 +51,14 @@ def prediction_layer(
     return _grid_layer(viewer, state, "labels", data, name, meta, looks)
 
 
-def heatmap_layer(
-    viewer: Any, state: ViewerState, data: np.ndarray, name: str, metadata: dict | None = None
-) -> Any:
-    """Add (or replace the data of) an uncertainty heat map on the reference's grid."""
-    looks = {
-        "colormap": "inferno",
-        "opacity": 0.6,
-        "blending": "additive",
-        "contrast_limits": (0.0, 1.0),
-    }
-    return _grid_layer(viewer, state, "image", data, name, metadata or {}, looks)
+#: How an uncertainty heat map is drawn.
+HEATMAP_LOOKS = {"colormap": "inferno", "opacity": 0.6, "blending": "additive"}
 
 
 def _grid_layer(
     viewer: Any, state: ViewerState, kind: str, data: np.ndarray, name: str, meta: dict, looks: dict
 ) -> Any:
-    """The layer ``name`` of ``kind`` with ``data`` (its ``meta`` updated), else a new one with
-    ``looks`` placed as the reference (else the image).
-    """
+    """Layer ``name`` with ``data`` (``meta`` updated), else a new one placed as the reference."""
     layer = next((ly for ly in viewer.layers if ly.name == name), None)
     if isinstance(layer, Labels if kind == "labels" else Image):
         layer.data = data
@@ -83,11 +73,7 @@ def _grid_layer(
 
 
 class PromptPanel(QWidget):
-    """Pick a structure and a model, prompt it on any slice, propagate and correct.
-
-    ``tools`` are the prompt tools, ``jobs`` the propagation session and its jobs, and
-    ``runner`` runs propagation and uncertainty.
-    """
+    """Pick a structure and a model, prompt it on any slice, propagate and correct."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
@@ -218,10 +204,8 @@ class PromptPanel(QWidget):
             self.tools.note("")
 
     def take_volume(self) -> tuple[Any, Any]:
-        """Add the volume shown of a time series as 3D layers, the panels' image and reference.
-
-        The series' layers are hidden. Returns the new ``(image, reference or None)`` layers.
-        """
+        """Add the volume shown of a time series as 3D layers (the case now), hide the series';
+        returns the new ``(image, reference or None)``."""
         from napari_segeval._layer_data import case_to_layers
         from napari_segeval.io import select_volume
 
@@ -284,19 +268,11 @@ class PromptPanel(QWidget):
         self.tools.set_capability(cap)
         self.run_button.setEnabled(cap.prompts)
         self.uncertainty_button.setEnabled(cap.prompts)
-        if (
-            cap.points is None
-            and self.isVisible()
-            and not self.probe.running
-            and self.picker.ready()
-        ):  # never a load of a checkpoint not downloaded
+        idle = not self.probe.running and self.picker.ready()  # ready: never a download
+        if cap.points is None and self.isVisible() and idle:
             spec = self.spec()
-            self.probe.start(
-                f"loading {spec[0]}",
-                load_model,
-                *spec,
-                on_done=lambda model: self._probed(spec, model),
-            )
+            done = partial(self._probed, spec)
+            self.probe.start(f"loading {spec[0]}", load_model, *spec, on_done=done)
         return cap
 
     def _probed(self, spec: tuple, model: Any) -> None:
@@ -391,5 +367,6 @@ class PromptPanel(QWidget):
             "n_samples": int(self.samples.value),
             "units": "normalised entropy (0 certain, 1 uniform)",
         }
-        heatmap_layer(self.viewer, self.state, umap, f"{base} uncertainty", meta)
+        looks = {**HEATMAP_LOOKS, "contrast_limits": (0.0, 1.0)}
+        _grid_layer(self.viewer, self.state, "image", umap, f"{base} uncertainty", meta, looks)
         self.state.set_uncertainty(scores)

@@ -1,7 +1,5 @@
-"""The Prompt tab's propagations, through one correction session per case and model.
-
-A session belongs to one case, model, modality, CT window and kind (docs/design.md).
-"""
+"""The Prompt tab's propagations, through one correction session per case, model, modality,
+CT window and kind (docs/design.md)."""
 
 from __future__ import annotations
 
@@ -21,12 +19,8 @@ from napari_segeval.prompts.prompt_set import PromptSet
 
 
 class PropagationJobs:
-    """The session of the Prompt panel ``panel`` and the jobs that propagate through it.
-
-    ``made_from``: the prompts of the prediction shown; ``result_name``: its layer's name
-    (None: ``"<image> prediction"``); ``case_id``: the results browser's case corrected;
-    ``changes``: Dice before and after of the structures the last propagation changed.
-    """
+    """The session of the Prompt panel ``panel`` and the jobs that propagate through it;
+    ``made_from``: the prompts of the prediction shown, ``case_id``: the case corrected."""
 
     def __init__(self, panel: Any, make_layer: Any) -> None:
         self.panel = panel
@@ -58,9 +52,8 @@ class PropagationJobs:
         case_id: str | None = None,
         options: dict | None = None,
     ) -> None:
-        """Correct a saved prediction: ``labels`` came from ``sets`` (they seed the first
-        session), results go to layer ``name``, ``options`` are the run's
-        ``PropagationOptions`` fields."""
+        """Correct a saved prediction ``labels`` made from ``sets`` (the first session's seed)
+        into layer ``name``; ``options``: the run's ``PropagationOptions`` fields."""
         self.drop()
         self.options = dict(options or {})
         if labels is not None:
@@ -72,9 +65,7 @@ class PropagationJobs:
     @property
     def case(self) -> tuple | None:
         """The case (``case_key``) of the session or correction, if any."""
-        if self._key is not None:
-            return self._key[0]
-        return self._case
+        return self._case if self._key is None else self._key[0]
 
     def _key_now(self) -> tuple:
         p = self.panel
@@ -103,10 +94,7 @@ class PropagationJobs:
         session = None if fresh or key != self._key else self.session
         seed = self.seed if not fresh and session is None else None
         known = {} if fresh or (session is None and seed is None) else self.made_from
-        changed = sorted(
-            {lab for lab in sets if known.get(lab) != sets[lab]}
-            | {lab for lab in known if lab not in sets}
-        )
+        changed = sorted(lab for lab in {*sets, *known} if known.get(lab) != sets.get(lab))
         if not changed and not fresh and session is not None:
             p.tools.status.setText(
                 "nothing to re-propagate: no prompt changed since the last propagation"
@@ -115,19 +103,13 @@ class PropagationJobs:
         name = self.result_name or f"{image.name} prediction"
         base = p.state.predictions.get(CLEAN) if known else None
         spatial = shape[1:] if p.state.kind() == "image" else shape
+        before = None if base is None else np.asarray(base.data)
         paint = p.live.start(
-            f"{name} (propagating)",
-            spatial,
-            base=None if base is None else np.asarray(base.data),
-            clear=changed,
-            hide=base,
+            f"{name} (propagating)", spatial, base=before, clear=changed, hide=base
         )
         ref = p.state.reference
-        reference = (
-            np.asarray(ref.data)
-            if ref is not None and tuple(ref.data.shape) == tuple(spatial)
-            else None
-        )
+        fits = ref is not None and tuple(ref.data.shape) == tuple(spatial)
+        reference = np.asarray(ref.data) if fits else None
         what = "propagation" if session is None and seed is None else "re-propagation"
         started = time.monotonic()
         return p.runner.start(
@@ -152,13 +134,7 @@ class PropagationJobs:
         )
 
     def _done(
-        self,
-        result: tuple,
-        key: tuple,
-        sets: dict,
-        name: str,
-        again: bool,
-        started: float,
+        self, result: tuple, key: tuple, sets: dict, name: str, again: bool, started: float
     ) -> None:
         p = self.panel
         model, session, res, changes, risks = result
@@ -188,17 +164,7 @@ class PropagationJobs:
         return self.seconds[1]
 
     def describe(self, labels: list[int], again: bool = True) -> str:
-        """The status line after a propagation: what was propagated, how Dice moved.
-
-        Examples
-        --------
-        >>> from types import SimpleNamespace as NS
-        >>> jobs = PropagationJobs.__new__(PropagationJobs)
-        >>> jobs.panel = NS(state=NS(structures={1: "liver", 2: "spleen"}))
-        >>> jobs.changes = {1: (0.5, 0.75), 2: (math.nan, 0.9)}
-        >>> jobs.describe([1, 2])
-        're-propagated liver: Dice 0.500 → 0.750; spleen: Dice 0.900'
-        """
+        """The status line after a propagation: what was propagated, how Dice moved."""
         names = self.panel.state.structures
         if not labels:
             return "nothing was propagated again"
@@ -222,20 +188,8 @@ def _duration(seconds: float) -> str:
 
 
 def estimate_text(seconds: float | None, samples: int, *, encodes_once: bool = False) -> str:
-    """The expected time of ``samples`` prompt-jitter propagations ("" unknown).
-
-    ``seconds`` is one whole propagation; with ``encodes_once`` (a model that keeps the
-    slices' embeddings) the other samples are decoder passes, else whole propagations.
-
-    Examples
-    --------
-    >>> estimate_text(12.0, 8), estimate_text(None, 8)
-    ('about 1.6 min', '')
-    >>> estimate_text(900.0, 8)
-    'about 2.0 h'
-    >>> estimate_text(12.0, 8, encodes_once=True)
-    'about 12 s + 7 decoder passes'
-    """
+    """The expected time ("" unknown) of ``samples`` prompt-jitter propagations of ``seconds``
+    each; with ``encodes_once`` (embeddings kept) all but the first are decoder passes."""
     if seconds is None or not math.isfinite(seconds):
         return ""
     if encodes_once:

@@ -8,8 +8,7 @@ from typing import Any
 
 from qtpy.QtWidgets import QCheckBox, QFileDialog, QListWidget, QWidget
 
-from napari_segeval._widgets._dialogs import confirm_replace
-from napari_segeval._widgets._form import hbox, text_line, vbox
+from napari_segeval._widgets._form import confirm_replace, hbox, text_line, vbox
 from napari_segeval._widgets._state import ViewerState, go_to_index, listen
 from napari_segeval._widgets.jobs.worker import button, run_guarded
 from napari_segeval._widgets.prompt.layers import PromptLayers
@@ -31,10 +30,7 @@ def case_key(state: Any) -> tuple | None:
 
 
 class PromptTools(QWidget):
-    """Prompt tools of the selected structure; ``repropagate(auto)`` runs the panel's job.
-
-    ``list`` shows the structure's prompts in order; ``auto`` re-propagates after each change.
-    """
+    """Prompt tools of the selected structure; ``repropagate(auto)`` runs the panel's job."""
 
     def __init__(
         self, napari_viewer: Any, state: ViewerState, repropagate: Callable[[bool], Any]

@@ -16,18 +16,7 @@ if TYPE_CHECKING:
 
 
 def protocol_prompts(folder: ResultsFolder, loaded: Any) -> dict[int, PromptSet]:
-    """The prompts the protocol gave each structure of ``loaded``, from its clean rows (or {}).
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as NS
-    >>> from napari_segeval.evaluation.protocols import get_protocol
-    >>> params = get_protocol("medsam2-3d").params()
-    >>> folder = NS(params=params, records={"c1": {"status": "ok", "rows": [
-    ...     {"label": 2, "condition": "clean", "key_slice": 3, "box": "4,5,9,12"}]}})
-    >>> protocol_prompts(folder, NS(case_id="c1"))
-    {2: PromptSet(label=2, prompts=(Box(y0=4, x0=5, y1=9, x1=12, index=3, label=2),))}
-    """
+    """The prompts the protocol gave each structure of ``loaded``, from its clean rows (or {})."""
     from napari_segeval.evaluation.store import result_rows
 
     record = folder.records.get(loaded.case_id)
@@ -78,17 +67,7 @@ def starting_prompts(folder: ResultsFolder, loaded: LoadedCase) -> tuple[dict[in
 
 
 def run_model(folder: ResultsFolder, loaded: Any = None) -> str | None:
-    """The run's ``model`` parameter, else (several models) the first shown prediction's.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as NS
-    >>> from napari_segeval.evaluation.protocols import get_protocol
-    >>> params = get_protocol("medsam2-3d").params.stored({"model": None, "models": ["builtin", "threshold"]})
-    >>> folder = NS(params=params)
-    >>> run_model(folder), run_model(folder, NS(pair=("clean @ threshold", "clean @ builtin")))
-    (None, 'threshold')
-    """
+    """The run's ``model`` parameter, else (several models) the first shown prediction's."""
     from napari_segeval.evaluation.keys import PredictionKey
 
     model = folder.params.model

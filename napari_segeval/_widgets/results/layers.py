@@ -14,22 +14,13 @@ AFTER_CREATION = ("contour",)
 
 
 def prediction_role(key: str) -> str:
-    """Role of a saved prediction's layer: ``clean``, else ``attacked:<key>`` (other models too).
-
-    Examples
-    --------
-    >>> prediction_role("clean"), prediction_role("clean @ threshold")
-    ('clean', 'attacked:clean @ threshold')
-    """
+    """Role of a saved prediction's layer: ``clean``, else ``attacked:<key>`` (other models too)."""
     return CLEAN if key == CLEAN else f"attacked:{key}"
 
 
 def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, Any, dict, str]]:
-    """``(role, data, kwargs, layer type)`` for every layer of a loaded case, bottom first.
-
-    Roles: ``image``, ``perturbed``, ``perturbation``, ``clean``, ``attacked:<condition>``,
-    ``reference``; all placed as the image. ``ids``: the reference's label ids if counted.
-    """
+    """``(role, data, kwargs, layer type)`` for every layer of a loaded case, bottom first,
+    placed as the image; ``ids``: the reference's label ids if counted."""
     from napari_segeval._layer_data import case_to_layers
     from napari_segeval.evaluation.keys import FileKind, PredictionKey
 
@@ -96,11 +87,8 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
 
 
 class CaseLayers:
-    """The browser's layers in one viewer, and what it remembers across cases.
-
-    A layer of the same role, type, dimensionality and colour mode is reused (napari then
-    builds no new visual); the others change inside one ``batched_update()``.
-    """
+    """The browser's layers in one viewer, and what it remembers across cases (camera,
+    contrast limits and looks by modality and role)."""
 
     def __init__(self, viewer: Any) -> None:
         self.viewer = viewer
@@ -179,8 +167,9 @@ class CaseLayers:
     ) -> dict[str, Any]:
         """Replace the shown layers by ``specs`` in one main-thread step; returns them by role.
 
-        ``point_state(None)`` is called before any layer changes, ``point_state(layers)`` once
-        the new ones are in place, before unused old ones are removed.
+        A layer of the same role, type, dimensionality and colour mode is reused (napari then
+        builds no new visual). ``point_state(None)`` is called first, ``point_state(layers)``
+        once the new ones are in place, before unused old ones are removed.
         """
         from napari.layers import Layer
 

@@ -1,10 +1,7 @@
 """The *Results* panel: browse a ``segeval evaluate`` folder, worst or riskiest cases first.
 
-What a person sees and does is in docs/batch.md and docs/reviewing.md: one row per case x
-structure x condition; a selected row's case loads in a worker and replaces the previous
-case's layers in one step, the view on its worst (or riskiest) slice; **Alt+Right** /
-**Alt+Left** step through cases; errors are notifications, nothing is shown half-loaded.
-"""
+A selected row's case loads in a worker and replaces the previous case's layers in one step
+(docs/batch.md, docs/reviewing.md)."""
 
 from __future__ import annotations
 
@@ -14,13 +11,7 @@ from typing import TYPE_CHECKING, Any
 from magicgui.widgets import CheckBox, ComboBox
 from qtpy.QtCore import Qt
 from qtpy.QtGui import QKeySequence
-from qtpy.QtWidgets import (
-    QComboBox,
-    QFileDialog,
-    QShortcut,
-    QTableView,
-    QWidget,
-)
+from qtpy.QtWidgets import QComboBox, QFileDialog, QShortcut, QTableView, QWidget
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form, hbox, text_line, vbox
@@ -356,12 +347,8 @@ class ResultsPanel(QWidget):
 
     def _on_state(self) -> None:
         """A correction of the case shown becomes one of its layers (*Save corrected…*)."""
-        layer = self.state.predictions.get(CLEAN)
-        if (
-            layer is None
-            or self.loaded is None
-            or layer.metadata.get("correction_of") != self.loaded.case_id
-        ):
+        layer, shown = self.state.predictions.get(CLEAN), self.loaded
+        if layer is None or shown is None or layer.metadata.get("correction_of") != shown.case_id:
             return
         self.layers.layers["corrected"] = layer
         self.layers.show_prediction("corrected")  # the saved one under it would blur it

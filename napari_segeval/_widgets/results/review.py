@@ -15,24 +15,14 @@ MARK, UNMARK = "Mark case reviewed", "Reviewed ✓ (click to undo)"
 
 
 def flagged_text(s: Any) -> str:
-    """A flagged slice ``s`` (a ``SliceRisk``) as the list shows it.
-
-    Examples
-    --------
-    >>> from napari_segeval.uncertainty.risk import Flag, SliceRisk
-    >>> flagged_text(SliceRisk(15, 0.23, {}, (Flag.STOPPED, Flag.UNCERTAIN)))
-    'slice 15 (risk 0.23): the chain stopped here; the mask is uncertain'
-    """
+    """A flagged slice ``s`` (a ``SliceRisk``) as the list shows it."""
     why = "; ".join(f.value for f in s.flags) or "not flagged: the riskiest slice"
     return f"slice {s.slice} (risk {s.risk:.2f}): {why}"
 
 
 class ReviewBox(QWidget):
-    """Flagged slices of the row's structure and the case's *reviewed* mark.
-
-    Emits ``slice_chosen(int)`` for a clicked slice, ``reviewed_changed(str, bool)`` after a
-    mark was written; ``log`` is None without a folder or with an unreadable ``review.json``.
-    """
+    """Flagged slices of the row's structure and the case's *reviewed* mark (``log`` None:
+    no folder, or an unreadable ``review.json``)."""
 
     slice_chosen = Signal(int)
     reviewed_changed = Signal(str, bool)
@@ -46,7 +36,9 @@ class ReviewBox(QWidget):
         self.flagged.setMaximumHeight(110)
         self.flagged.setWordWrap(True)
         self.flagged.setToolTip("the slices to look at, riskiest first (click: go there)")
-        self.flagged.itemClicked.connect(self._clicked)
+        self.flagged.itemClicked.connect(
+            lambda item: self.slice_chosen.emit(int(item.data(SLICE_ROLE)))
+        )
         self.mark_button = QPushButton(MARK)
         self.mark_button.setCheckable(True)
         self.mark_button.setEnabled(False)
@@ -111,9 +103,6 @@ class ReviewBox(QWidget):
     def slices(self) -> list[int]:
         items = (self.flagged.item(i) for i in range(self.flagged.count()))
         return [item.data(SLICE_ROLE) for item in items if item is not None]
-
-    def _clicked(self, item: QListWidgetItem) -> None:
-        self.slice_chosen.emit(int(item.data(SLICE_ROLE)))
 
     def _mark_clicked(self, checked: bool) -> None:
         case = self.case

@@ -1,7 +1,4 @@
-"""Step through the correction rounds of an ``interactive`` run (part of the *Results* panel).
-
-Mask prompts are listed, not drawn.
-"""
+"""Step through the correction rounds of an ``interactive`` run (mask prompts listed, not drawn)."""
 
 from __future__ import annotations
 
@@ -46,20 +43,8 @@ def round_rows(rounds: list) -> list[tuple[str, str, str, str, bool]]:
 
 
 def prompt_layer_data(rnd: Any, ndim: int) -> tuple[list, list, list, list]:
-    """``(points, point looks, boxes, box looks)`` of a round's prompts in layer coordinates.
-
-    A look is ``(colour, size or edge width)``; the round's added prompts are drawn larger.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as R
-    >>> from napari_segeval.prompts import Box, Point
-    >>> rnd = R(prompts=(Box(1, 1, 4, 4, index=2), Point(2, 2, index=3, positive=False)),
-    ...         added=(Point(2, 2, index=3, positive=False),))
-    >>> pts, looks, boxes, edges = prompt_layer_data(rnd, 3)
-    >>> pts[0].tolist(), looks, edges
-    ([3.0, 2.0, 2.0], [('#ff22ff', 0.04)], [('#ffffff', 1.5)])
-    """
+    """``(points, point looks, boxes, box looks)`` of a round's prompts in layer coordinates; a
+    look is ``(colour, size or edge width)``, larger for the round's added prompts."""
     from napari_segeval.prompts.box import Box
     from napari_segeval.prompts.prompt_set import Point
 
@@ -101,9 +86,7 @@ class RoundStepper(QWidget):
         self.setVisible(False)
 
     def show_row(self, folder: Any, row: dict, label: int | None, image: Any) -> None:
-        """The rounds of a selected row, at its round (none for another protocol's row);
-        ``image`` places the prompts.
-        """
+        """The rounds of a selected row, at its round; ``image`` places the prompts."""
         if not folder.has_rounds or label is None or image is None:
             self.reset()
             return
@@ -177,13 +160,9 @@ class RoundStepper(QWidget):
         loaded, image = self.panel.loaded, self.case_layers.layers.get("image")
         if loaded is None or key in loaded.pair or key not in loaded.predictions:
             return
+        needs = [image] if image is not None else []
         self.panel.runner.start_next(
-            f"counting {key}",
-            pair_job,
-            loaded,
-            key,
-            on_done=self._compared,
-            needs=[image] if image is not None else [],
+            f"counting {key}", pair_job, loaded, key, on_done=self._compared, needs=needs
         )
 
     def _compared(self, result: tuple) -> None:
@@ -247,6 +226,3 @@ class RoundStepper(QWidget):
         self.rounds, self.current = [], None
         self.clear()
         self.setVisible(False)
-
-
-__all__ = ["RoundStepper", "prompt_layer_data", "round_rows"]

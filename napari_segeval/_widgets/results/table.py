@@ -45,9 +45,7 @@ ROW_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 def _has_value(v: Any) -> bool:
-    if v is None or v == "":
-        return False
-    return not (isinstance(v, float) and math.isnan(v))
+    return not (v is None or v == "" or (isinstance(v, float) and math.isnan(v)))
 
 
 def _text(key: str, v: Any) -> str:
@@ -169,9 +167,7 @@ class ResultsProxy(QSortFilterProxyModel):
         if nan_a or nan_b:  # missing values last, whichever the direction
             descending = self.sortOrder() == Qt.SortOrder.DescendingOrder
             return (nan_a and not nan_b) if descending else (nan_b and not nan_a)
-        if isinstance(a, float) and isinstance(b, float):
-            return a < b
-        return str(a) < str(b)
+        return a < b if isinstance(a, float) and isinstance(b, float) else str(a) < str(b)
 
     def row(self, proxy_row: int) -> dict:
         return self.index(proxy_row, 0).data(ROW_ROLE)

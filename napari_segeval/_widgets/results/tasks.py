@@ -15,22 +15,15 @@ def open_job(path: str, progress=None, cancel=None):
     from napari_segeval.evaluation.results import ResultsFolder
 
     folder = ResultsFolder(path)
-    with contextlib.suppress(Exception):  # only a head start; the first row pays otherwise
-        warm_up()
+    # a tiny layer of each kind: napari's first layer's imports are paid here, in the
+    # worker, not by the first row selected (only a head start: errors are ignored)
+    with contextlib.suppress(Exception):
+        import numpy as np
+        from napari.layers import Image, Labels
+
+        Image(np.zeros((2, 2, 2), np.float32), scale=(1.0, 1.0, 1.0))
+        Labels(np.zeros((2, 2, 2), np.uint8), scale=(1.0, 1.0, 1.0))
     return folder
-
-
-def warm_up() -> None:
-    """Make one tiny Image and one Labels layer model, and drop them.
-
-    napari's first layer costs about a second of imports; paid here, in the worker, the
-    first row selected does not pay it on the main thread.
-    """
-    import numpy as np
-    from napari.layers import Image, Labels
-
-    Image(np.zeros((2, 2, 2), np.float32), scale=(1.0, 1.0, 1.0))
-    Labels(np.zeros((2, 2, 2), np.uint8), scale=(1.0, 1.0, 1.0))
 
 
 @dataclass
@@ -66,28 +59,14 @@ def row_label(loaded, row: dict) -> int | None:
 
 
 def focus_of(row: dict) -> str | None:
-    """The prediction a row puts in focus: its attack, or (several models) its prediction.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation.keys import PredictionKey as K
-    >>> focus_of({"key": K("clean")}), focus_of({"key": K("pgd")})
-    (None, 'pgd')
-    >>> focus_of({"key": K("clean", model="threshold")})
-    'clean @ threshold'
-    """
+    """The prediction a row puts in focus: its attack, or (several models) its prediction."""
     name = str(row["key"])
     return None if name == CLEAN else name
 
 
 def row_job(folder, row: dict, shown, progress=None, cancel=None):
-    """Worker side of a row selection: load the case unless ``shown`` is it.
-
-    Returns ``(row, loaded, layer specs or None, slice, counters, risks)``, or
-    :class:`Missing`. ``counters`` are the new case's (empty when it was shown already);
-    ``risks`` each structure's ``StructureRisk`` by label. The slice is the structure's
-    worst by Dice where there is a reference, else its riskiest flagged (else riskiest).
-    """
+    """Worker side of a row selection (loads the case unless ``shown`` is it): ``(row, loaded,
+    layer specs or None, the worst or riskiest slice, counters, risks)`` or :class:`Missing`."""
     from napari_segeval.evaluation.results import MissingFilesError
     from napari_segeval.metrics import worst_slice, worst_slice_from_counts
 
@@ -127,10 +106,8 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
 
 
 def pair_job(loaded, second: str, progress=None, cancel=None):
-    """Worker side of a round stepped to: the counters of the first prediction and ``second``.
-
-    Returns ``(loaded, second, counters)`` (nothing is read).
-    """
+    """Worker side of a round stepped to: ``(loaded, second, counters)`` of the first
+    prediction and ``second`` (nothing is read)."""
     from napari_segeval.evaluation.loaded import counters
 
     first = loaded.pair[0] or CLEAN
