@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -37,6 +39,22 @@ def made_once(tmp_path_factory, name: str, make: Callable[[Path], Path]) -> Path
             folder.mkdir()
             done.write_text(str(make(folder).relative_to(folder)))
     return folder / done.read_text()
+
+
+@pytest.fixture
+def run_example() -> Callable[[str, str], None]:
+    """Run a doctest example of ``module.name`` (moved out of the package) in that module."""
+
+    def run(name: str, source: str) -> None:
+        module, _ = name.rsplit(".", 1)
+        globs = dict(vars(importlib.import_module(module)))
+        test = doctest.DocTestParser().get_doctest(source, globs, name, module, 0)
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+        runner.run(test)
+        result = runner.summarize(verbose=False)
+        assert result.attempted and not result.failed
+
+    return run
 
 
 @pytest.fixture(scope="session")

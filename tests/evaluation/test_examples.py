@@ -4,9 +4,6 @@ Each entry is the helper's former docstring example, run in its module's namespa
 the flags of the package's own doctests but NUMBER (a pytest extension).
 """
 
-import doctest
-import importlib
-
 import pytest
 
 EXAMPLES = {
@@ -199,12 +196,5 @@ True
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_example(name):
-    module, _ = name.rsplit(".", 1)
-    globs = dict(vars(importlib.import_module(module)))
-    test = doctest.DocTestParser().get_doctest(EXAMPLES[name], globs, name, module, 0)
-    flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
-    runner = doctest.DocTestRunner(optionflags=flags)
-    runner.run(test)
-    result = runner.summarize(verbose=False)
-    assert result.attempted and not result.failed
+def test_example(name, run_example):
+    run_example(name, EXAMPLES[name])
