@@ -44,8 +44,7 @@ class FrameFeatures(FrameCache):
         out = self.network.forward_image(self.to_input(self.frames[a:b]))
         if self._pos is None:  # sine position encodings depend on the shape only
             self._pos = [p[:1] for p in out["vision_pos_enc"]]
-            if self.store is not None:
-                self.store.extra["pos"] = self._pos
+            self.store.extra["pos"] = self._pos
         return [[f[i : i + 1] for f in out["backbone_fpn"]] for i in range(b - a)]
 
     def __contains__(self, t: int) -> bool:
