@@ -124,15 +124,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def output_paths(image: Path, case, out_dir: Path) -> dict[str, Path]:
     """Where the four outputs go (``STEM_perturbed``, ``STEM_perturbation``,
-    ``STEM_clean_pred``, ``STEM_attacked_pred``), in ``segeval evaluate``'s formats.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> c = SimpleNamespace(axes="yxc")
-    >>> sorted(p.name for p in output_paths(Path("skin.png"), c, Path("o")).values())
-    ['skin_attacked_pred.png', 'skin_clean_pred.png', 'skin_perturbation.tif', 'skin_perturbed.tif']
-    """
+    ``STEM_clean_pred``, ``STEM_attacked_pred``), in ``segeval evaluate``'s formats."""
     from napari_segeval.io._formats import output_formats, stem
 
     label_ext, image_ext = output_formats(image, case.axes)

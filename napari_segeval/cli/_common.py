@@ -31,29 +31,14 @@ def dumps(payload: dict) -> str:
 
 
 def fmt(value: Any, digits: int = 4) -> str:
-    """Format one table cell: floats to ``digits`` decimals (``inf``, ``-inf``), NaN as ``-``.
-
-    Examples
-    --------
-    >>> fmt(0.91234), fmt(float("-inf")), fmt(float("nan")), fmt(None), fmt(3)
-    ('0.9123', '-inf', '-', '-', '3')
-    """
+    """Format one table cell: floats to ``digits`` decimals (``inf``, ``-inf``), NaN as ``-``."""
     if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return "-"
     return f"{value:.{digits}f}" if isinstance(value, (float, np.floating)) else str(value)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], digits: int = 4) -> str:
-    """Render rows as a plain aligned text table.
-
-    Examples
-    --------
-    >>> print(format_table(["name", "dice"], [["liver", 0.91234], ["spleen", float("nan")]]))
-    name    dice
-    ------  ------
-    liver   0.9123
-    spleen  -
-    """
+    """Render rows as a plain aligned text table."""
     cells = [[fmt(c, digits) for c in row] for row in rows]
     widths = [max(map(len, column)) for column in zip(headers, *cells)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
@@ -149,14 +134,7 @@ def add_model_option(
 ) -> None:
     """Add ``--model``: the registry's names of ``kinds`` and their reference forms, ``extra``
     values (``auto``) and ``what`` in the help. Without ``"dense"`` in ``kinds`` anything else
-    is refused when the arguments are parsed; dense paths are checked when loaded.
-
-    Examples
-    --------
-    >>> p = argparse.ArgumentParser(); add_model_option(p, ["promptable"], "builtin")
-    >>> p.parse_args(["--model", "threshold"]).model, p.parse_args([]).model
-    ('threshold', 'builtin')
-    """
+    is refused when the arguments are parsed; dense paths are checked when loaded."""
     from napari_segeval.models.registry import DENSE, is_reference, split_ref
 
     def model_ref(text: str) -> str:

@@ -105,17 +105,7 @@ def display_problem(
     bindings: tuple[str, ...] | None = None,
 ) -> str | None:
     """Why no napari window can be opened here (no Qt binding, an offscreen/minimal Qt
-    platform, no display under Linux), or None.
-
-    Examples
-    --------
-    >>> display_problem({}, "linux", ("PyQt6",)) is not None
-    True
-    >>> display_problem({"DISPLAY": ":99"}, "linux", ("PyQt6",)) is None
-    True
-    >>> display_problem({}, "darwin", ("PyQt6",)) is None
-    True
-    """
+    platform, no display under Linux), or None."""
     env = os.environ if environ is None else environ
     plat = sys.platform if platform is None else platform
     if bindings is None:

@@ -186,17 +186,7 @@ def parse_attack(text: str) -> dict:
 
 
 def apply_models(overrides: dict, models: list[str]) -> dict:
-    """``--model`` options into the parameter overrides: one is ``model``, several ``models``.
-
-    Examples
-    --------
-    >>> apply_models({}, ["threshold"]), apply_models({"jitter": 2}, ["builtin", "threshold"])
-    ({'model': 'threshold'}, {'jitter': 2, 'models': ['builtin', 'threshold']})
-    >>> apply_models({"model": "builtin"}, ["threshold"])
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: --param model=builtin and --model threshold disagree: name each model with --model
-    """
+    """``--model`` options into the parameter overrides: one is ``model``, several ``models``."""
     if not models:
         return overrides
     given = overrides.get("model")
@@ -211,13 +201,7 @@ def apply_models(overrides: dict, models: list[str]) -> dict:
 
 
 def _headline_lines(res: dict) -> list[str]:
-    """The protocol's headline numbers, when its summary has them (cv5-2d, msd-robust).
-
-    Examples
-    --------
-    >>> _headline_lines({"robust_accuracy": {"pgd": 0.51234}})
-    ['robust accuracy (ROG: mean attacked Dice): pgd 0.5123']
-    """
+    """The protocol's headline numbers, when its summary has them (cv5-2d, msd-robust)."""
     out = []
     head = res.get("headline")
     if isinstance(head, dict) and "names" in head:

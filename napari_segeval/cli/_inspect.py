@@ -62,14 +62,7 @@ def _channels(path: Path, case: Case, volume: int | None) -> Case:
 
 
 def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, str]) -> list:
-    """One row per label id present: id, name, voxel count and volume in ml.
-
-    Examples
-    --------
-    >>> lab = np.array([[0, 1], [1, 2]], dtype=np.uint8)
-    >>> [(r["id"], r["voxels"]) for r in label_rows(lab, (1.0, 1.0), {1: "a"})]
-    [(0, 1), (1, 2), (2, 1)]
-    """
+    """One row per label id present: id, name, voxel count and volume in ml."""
     counts = np.bincount(labels.ravel().astype(np.intp, copy=False))
     voxel_ml = float(np.prod(spacing)) / 1000.0
     return [

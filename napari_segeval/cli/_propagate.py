@@ -143,13 +143,7 @@ def _box(text: str, default: int, shape: tuple[int, ...]):
 
 
 def parse_point(text: str, default: int, shape: tuple[int, ...]):
-    """One ``--point z,y,x[,+|-][,label]`` as a :class:`~napari_segeval.prompts.Point`.
-
-    Examples
-    --------
-    >>> parse_point("2,10.5,7,-", 1, (4, 32, 32))
-    Point(y=10.5, x=7.0, index=2, label=1, positive=False)
-    """
+    """One ``--point z,y,x[,+|-][,label]`` as a :class:`~napari_segeval.prompts.Point`."""
     from napari_segeval.prompts.prompt_set import Point
 
     parts = [t.strip() for t in text.split(",")]
@@ -185,14 +179,7 @@ def parse_point(text: str, default: int, shape: tuple[int, ...]):
 def command_line_prompts(
     items: list[tuple[str, str]], wanted: list[int], shape: tuple[int, ...]
 ) -> list:
-    """``--box``/``--point`` in command-line order as prompts (label defaults: help text).
-
-    Examples
-    --------
-    >>> ps = command_line_prompts([("box", "1,2,2,6,6,3"), ("point", "2,4,4,-")], [], (3, 8, 8))
-    >>> [(type(p).__name__, p.label) for p in ps]
-    [('Box', 3), ('Point', 3)]
-    """
+    """``--box``/``--point`` in command-line order as prompts (label defaults: help text)."""
     prompts: list = []
     n_boxes = 0
     for kind, text in items:
