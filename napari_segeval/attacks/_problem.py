@@ -49,14 +49,7 @@ class AttackOutput:
 
 
 def per_case_norm(delta: torch.Tensor, norm: str) -> torch.Tensor:
-    """``(N,)`` L-inf or L2 norm of each case's perturbation.
-
-    Examples
-    --------
-    >>> import torch
-    >>> per_case_norm(torch.tensor([[3.0, -4.0]]), "l2").tolist()
-    [5.0]
-    """
+    """``(N,)`` L-inf or L2 norm of each case's perturbation."""
     flat = delta.reshape(delta.shape[0], -1)
     if norm == "linf":
         return flat.abs().amax(dim=1)
@@ -283,6 +276,3 @@ def ascent_(delta: torch.Tensor, grad: torch.Tensor, step: Any, norm: str) -> to
     if isinstance(step, float):
         return delta.add_(direction, alpha=step)
     return delta.addcmul_(_bshape(step, delta), direction)
-
-
-__all__ = ["AttackOutput", "Problem", "ascent_", "per_case_norm", "project_"]

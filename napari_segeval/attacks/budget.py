@@ -74,12 +74,6 @@ class Budget:
         scale = raw_per_normalized_unit
         return cls(float(eps), eps_to_raw(eps, scale), float(scale), norm)
 
-    @classmethod
-    def from_raw(cls, eps_raw: float, raw_per_normalized_unit: float, norm: str = "linf") -> Budget:
-        """Budget from an epsilon in raw units (HU, grey levels)."""
-        scale = raw_per_normalized_unit
-        return cls(eps_from_raw(eps_raw, scale), float(eps_raw), float(scale), norm)
-
     def to_dict(self) -> dict:
         """Plain dict (for JSON records)."""
         return asdict(self)

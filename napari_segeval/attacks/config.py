@@ -16,8 +16,6 @@ from napari_segeval.attacks.registry import ATTACKS, Attack
 #: Every ``schedule`` value of some attack.
 SCHEDULES: tuple[str, ...] = tuple(dict.fromkeys(v for a in ATTACKS.values() for v in a.schedules))
 SELECTS = ("dice", "loss")
-#: Attacks implemented for the L-inf norm only.
-LINF_ONLY: tuple[str, ...] = tuple(name for name, a in ATTACKS.items() if a.linf_only)
 
 
 def _clamp_ranges(clamp: Any) -> tuple:
@@ -197,7 +195,6 @@ def not_applicable(config: AttackConfig, num_classes: int) -> str | None:
 
 
 __all__ = [
-    "LINF_ONLY",
     "SCHEDULES",
     "SELECTS",
     "AttackConfig",

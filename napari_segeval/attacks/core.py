@@ -16,18 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def total_evaluations(cfg: AttackConfig, num_classes: int | None = None) -> int:
-    """Forward passes an attack makes (the ``total`` of its progress reports).
-
-    Examples
-    --------
-    >>> total_evaluations(AttackConfig("pgd", eps=0.1, steps=10, restarts=2))
-    22
-    >>> total_evaluations(AttackConfig("fab", eps=0.1, steps=5), num_classes=3)
-    22
-
-    With a ``robust_threshold`` the clean input costs one more, and gating may
-    stop the attack before the total.
-    """
+    """Forward passes an attack makes (the ``total`` of its progress reports; a
+    ``robust_threshold`` adds the clean input's, and gating may stop the attack before it)."""
     return ATTACKS[cfg.attack].evaluations(cfg, num_classes)
 
 

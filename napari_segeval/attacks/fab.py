@@ -71,14 +71,7 @@ def _gap(logits: torch.Tensor, label: torch.Tensor, target: torch.Tensor) -> tor
 
 
 def fab_evaluations(cfg: Any, num_classes: int | None) -> int:
-    """Forward passes of FAB: clean + (fwd+bwd, fwd) per iteration and run + the answer.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> fab_evaluations(SimpleNamespace(target_ranks=None, steps=5, restarts=1), 3)
-    22
-    """
+    """Forward passes of FAB: clean + (fwd+bwd, fwd) per iteration and run + the answer."""
     ranks = cfg.target_ranks or max((num_classes or 2) - 1, 1)
     return 2 + 2 * cfg.steps * cfg.restarts * ranks
 

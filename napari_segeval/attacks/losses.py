@@ -74,28 +74,14 @@ def dlr_loss(
 def hard_dice_loss(
     logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """``1 -`` the hard Dice of :func:`case_dice` per case: no gradient, Square only (ROG's).
-
-    Examples
-    --------
-    >>> import torch
-    >>> z = torch.tensor([[[5.0, 5.0, 0.0, 0.0], [0.0, 0.0, 5.0, 5.0]]])  # pred [0,0,1,1]
-    >>> round(float(hard_dice_loss(z, torch.tensor([[0, 1, 1, 1]]))[0]), 4)
-    0.2
-    """
+    """``1 -`` the hard Dice of :func:`case_dice` per case: no gradient, Square only (ROG's)."""
     if weights is not None:
         raise ValueError("the hard Dice loss takes no per-voxel weights")
     return 1.0 - case_dice(logits, target)
 
 
 def get_loss(name: str) -> Any:
-    """The loss function called ``name`` (one of :data:`LOSSES` or :data:`FORWARD_ONLY_LOSSES`).
-
-    Examples
-    --------
-    >>> get_loss("ce").__name__
-    'cross_entropy'
-    """
+    """The loss function called ``name`` (one of :data:`LOSSES` or :data:`FORWARD_ONLY_LOSSES`)."""
     table = dict(
         zip(LOSSES + FORWARD_ONLY_LOSSES, (cross_entropy, soft_dice_loss, dlr_loss, hard_dice_loss))
     )

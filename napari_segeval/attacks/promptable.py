@@ -22,13 +22,7 @@ LOGIT_EPS = 1e-6
 
 
 def _record(p: Any) -> dict:
-    """One prompt for the attack record (a box as ``[y0, x0, y1, x1]``).
-
-    Examples
-    --------
-    >>> _record(Box(1, 2, 3, 4, index=5, label=2))
-    {'label': 2, 'index': 5, 'box': [1, 2, 3, 4]}
-    """
+    """One prompt for the attack record (a box as ``[y0, x0, y1, x1]``)."""
     if isinstance(p, Box):
         return {"label": p.label, "index": p.index, "box": [p.y0, p.x0, p.y1, p.x1]}
     d = prompt_to_dict(p)

@@ -26,13 +26,7 @@ def p_selection(query: int, n_queries: int, p_init: float, schedule: str = "resc
     """Fraction of the input one square covers at query ``query`` (0-based).
 
     ``"rescaled"`` (AutoAttack) maps the query to ``int(query / n_queries * 10000)`` first;
-    ``"absolute"`` (ROG) takes it as it is.
-
-    Examples
-    --------
-    >>> [p_selection(q, 10000, 0.8, "absolute") for q in (10, 11, 51, 8001)]
-    [0.8, 0.4, 0.2, 0.0015625]
-    """
+    ``"absolute"`` (ROG) takes it as it is."""
     if schedule not in ("rescaled", "absolute"):
         raise ValueError(f"Square schedule must be 'rescaled' or 'absolute', got {schedule!r}")
     it = int(query / n_queries * 10000) if schedule == "rescaled" else int(query)
@@ -73,13 +67,7 @@ def stripes(problem: Problem) -> torch.Tensor:
 
 
 def square_side(p: float, sizes: list[int]) -> int:
-    """Side of a cube covering about ``p`` of a grid of ``sizes`` (axes longer than 1).
-
-    Examples
-    --------
-    >>> square_side(0.8, [24, 48, 48]), square_side(0.01, [1, 64, 64]), square_side(1e-9, [9])
-    (35, 6, 1)
-    """
+    """Side of a cube covering about ``p`` of a grid of ``sizes`` (axes longer than 1)."""
     d = max(sum(n > 1 for n in sizes), 1)
     return max(1, round((p * math.prod(sizes)) ** (1.0 / d)))
 

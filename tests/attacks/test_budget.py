@@ -10,7 +10,7 @@ from napari_segeval.attacks.budget import Budget, eps_from_raw, eps_to_raw
 def test_eps_conversion_round_trips(scale):
     for eps_hu in (0.5, 4.0, 12.5, 100.0):
         assert math.isclose(eps_to_raw(eps_from_raw(eps_hu, scale), scale), eps_hu, rel_tol=1e-12)
-        b = Budget.from_raw(eps_hu, scale)
+        b = Budget.from_normalized(eps_from_raw(eps_hu, scale), scale)
         assert math.isclose(
             Budget.from_normalized(b.eps_normalized, scale).eps_raw, eps_hu, rel_tol=1e-12
         )
@@ -37,7 +37,7 @@ def test_invalid_budgets_are_refused():
         Budget.from_normalized(-1.0, 10.0)
     with pytest.raises(ValueError):
         Budget.from_normalized(0.1, 10.0, norm="l1")
-    assert Budget.from_raw(8.0, 400.0, "l2").to_dict() == {
+    assert Budget.from_normalized(0.02, 400.0, "l2").to_dict() == {
         "eps_normalized": 0.02,
         "eps_raw": 8.0,
         "raw_per_normalized_unit": 400.0,
