@@ -148,14 +148,3 @@ def atomic_write_text(path: str | os.PathLike, text: str, *, overwrite: bool = F
     with atomic_open(path, "w", overwrite=overwrite, newline="") as fh:
         fh.write(text)
     return Path(path)
-
-
-def is_temporary(path: str | os.PathLike) -> bool:
-    """True for a leftover of this module (a temporary file or folder of a killed write).
-
-    Examples
-    --------
-    >>> is_temporary(".segeval-tmp-results.csv.k2j4"), is_temporary("results.csv")
-    (True, False)
-    """
-    return Path(path).name.startswith(_TMP_PREFIX)

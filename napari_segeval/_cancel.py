@@ -12,18 +12,6 @@ class Cancelled(Exception):
 
 
 def check_cancel(cancel: Any, what: str = "operation") -> None:
-    """Raise :class:`Cancelled` if ``cancel`` (anything with ``is_set()``, or None) is set.
-
-    Examples
-    --------
-    >>> import threading
-    >>> ev = threading.Event()
-    >>> check_cancel(ev)
-    >>> ev.set()
-    >>> check_cancel(ev, "propagation")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._cancel.Cancelled: propagation cancelled
-    """
+    """Raise :class:`Cancelled` if ``cancel`` (anything with ``is_set()``, or None) is set."""
     if cancel is not None and cancel.is_set():
         raise Cancelled(f"{what} cancelled")

@@ -12,13 +12,7 @@ def json_safe(obj: Any) -> Any:
     """Convert ``obj`` to plain JSON types: NaN -> None, +-inf -> "inf"/"-inf".
 
     numpy values become Python numbers and lists, tuples lists, paths strings, dict keys
-    strings.
-
-    Examples
-    --------
-    >>> json_safe({"a": float("nan"), "b": [float("inf"), np.int64(3)]})
-    {'a': None, 'b': ['inf', 3]}
-    """
+    strings."""
     if isinstance(obj, dict):
         return {str(k): json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -29,13 +29,7 @@ LayerData = tuple[np.ndarray, dict, str]
 
 
 def looks_like_labels(path: str | Path) -> bool:
-    """True when the name or a parent folder says the file holds reference labels.
-
-    Examples
-    --------
-    >>> looks_like_labels("Task03/labelsTr/liver_3.nii.gz"), looks_like_labels("ct.nii")
-    (True, False)
-    """
+    """True when the name or a parent folder says the file holds reference labels."""
     p = Path(path)
     name = p.name.lower()
     parents = {q.name.lower() for q in p.parents}
@@ -77,13 +71,7 @@ def _agreement(a: np.ndarray) -> float:
 
 
 def present_ids(labels: np.ndarray) -> list[int]:
-    """The label ids present in ``labels``, ascending (a lookup table for 8/16-bit maps).
-
-    Examples
-    --------
-    >>> present_ids(np.array([[0, 3], [3, 1]], np.uint8))
-    [0, 1, 3]
-    """
+    """The label ids present in ``labels``, ascending (a lookup table for 8/16-bit maps)."""
     a = np.asarray(labels)
     if a.dtype.kind == "u" and a.dtype.itemsize <= 2 and a.size:
         seen = np.zeros(1 << (8 * a.dtype.itemsize), bool)

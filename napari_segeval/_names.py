@@ -13,22 +13,10 @@ CLEAN: Final = "clean"
 
 
 def unnamed_label(label: int) -> str:
-    """``"label N"``: the name of label id ``N`` when nothing names it.
-
-    Examples
-    --------
-    >>> unnamed_label(3)
-    'label 3'
-    """
+    """``"label N"``: the name of label id ``N`` when nothing names it."""
     return f"label {int(label)}"
 
 
 def unnamed_structures(ids: Iterable[int]) -> dict[int, str]:
-    """``{id: "label id"}`` for every non-zero id (background is no structure).
-
-    Examples
-    --------
-    >>> unnamed_structures([0, 2, 5])
-    {2: 'label 2', 5: 'label 5'}
-    """
+    """``{id: "label id"}`` for every non-zero id (background is no structure)."""
     return {int(v): unnamed_label(v) for v in ids if int(v) != 0}

@@ -16,15 +16,7 @@ from napari_segeval._layer_data import BY_NAME, LayerData, file_layers
 
 def napari_get_reader(path: str | list[str]) -> Callable[[str | list[str]], list] | None:
     """:func:`open_results_folder` for a folder holding ``run.json`` (``segeval evaluate``'s),
-    :func:`read_layers` when every path is a file kind we read, else None.
-
-    Examples
-    --------
-    >>> napari_get_reader("notes.txt") is None, napari_get_reader("/nonexistent") is None
-    (True, True)
-    >>> napari_get_reader("missing/ct.nii.gz") is None
-    True
-    """
+    :func:`read_layers` when every path is a file kind we read, else None."""
     try:
         from napari_segeval.io._formats import kind
 
