@@ -40,13 +40,7 @@ LOSSES = ("ce-dice", "duo")
 
 @dataclass(frozen=True)
 class DenseTrainConfig:
-    """Recipe of :func:`train_dense_cases` (recorded in the weights file).
-
-    Examples
-    --------
-    >>> DenseTrainConfig(iterations=10).to_dict()["optimizer"]
-    'sgd-poly'
-    """
+    """Recipe of :func:`train_dense_cases` (recorded in the weights file)."""
 
     iterations: int = 300
     batch: int = 2
@@ -82,16 +76,7 @@ def _step_loss(
 def prepare_cases(
     images: Sequence[np.ndarray], labels: Sequence[np.ndarray], spacings: Sequence[Sequence[float]]
 ) -> tuple[list, Any, tuple[float, ...]]:
-    """Resample to the median spacing and normalize: ``(cases, intensity stats, spacing)``.
-
-    Examples
-    --------
-    >>> img = np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8)
-    >>> lab = (img > 100).astype(np.uint8)
-    >>> cases, stats, spacing = prepare_cases([img, img], [lab, lab], [(2, 1, 1), (4, 1, 1)])
-    >>> spacing, cases[0][0].shape, cases[1][0].shape
-    ((3.0, 1.0, 1.0), (3, 8, 8), (5, 8, 8))
-    """
+    """Resample to the median spacing and normalize: ``(cases, intensity stats, spacing)``."""
     target = median_spacing(spacings)
     stats = foreground_intensity_stats(zip(images, labels), source=f"{len(images)} training cases")
     out = []

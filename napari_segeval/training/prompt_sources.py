@@ -120,16 +120,7 @@ def frames(
     background: Stack | None = None,
 ) -> torch.Tensor:
     """Frames ``idx`` of ``stack`` in ``[0, 1]`` with a random appearance, object ``label`` kept
-    visible in a scene; with a phantom ``background``, the scene's object pasted on its frames.
-
-    Examples
-    --------
-    >>> st = scene_stack(np.random.default_rng(0))
-    >>> lab = next(iter(st.present)); z = int(st.present[lab][0])
-    >>> f = frames(np.random.default_rng(1), st, [z, z], lab)
-    >>> f.shape[0], float(f.min()) >= 0, float(f.max()) <= 1
-    (2, True, True)
-    """
+    visible in a scene; with a phantom ``background``, the scene's object pasted on its frames."""
     target = stack.labels[idx] == label
     if background is not None:
         bz = int(rng.integers(background.labels.shape[0]))
