@@ -149,11 +149,6 @@ def ce_soft_dice(logits, target, num_classes, smooth=1e-5, weight=None, present_
     return ce + (1 - fg.mean())
 
 
-def segmentation_loss(logits, target, num_classes, weight=None):
-    """The built-in CT model's loss: :func:`ce_soft_dice` (smoothing 1e-5, present classes)."""
-    return ce_soft_dice(logits, target, num_classes, 1e-5, weight)
-
-
 def save_checkpoint(net: Any, payload: dict, out: Path) -> None:
     """Write ``payload`` plus ``net``'s ``state_dict`` to ``out`` atomically (``torch.save``)."""
     state = {k: v.detach().clone() for k, v in net.state_dict().items()}
@@ -209,7 +204,7 @@ def train(
         for g in opt.param_groups:
             g["lr"] = lr
         x, y = patch_batch(rng, data, index, patch, batch, fg_prob)
-        losses.append(optimizer_step(opt, segmentation_loss(net(x), y, k, weight)))
+        losses.append(optimizer_step(opt, ce_soft_dice(net(x), y, k, weight=weight)))
         it += 1
         if it % 25 == 0:
             print(

@@ -25,12 +25,12 @@ from napari_segeval.models.dense import BUILTIN_PLANS
 from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 from napari_segeval.models.dense.unet2d import TorchThreads
 from napari_segeval.training.builtin_ct import (
+    ce_soft_dice,
     class_index,
     lr_at,
     optimizer_step,
     patch_batch,
     save_checkpoint,
-    segmentation_loss,
 )
 from napari_segeval.training.duo import NOISE_START, duo_loss, noise_head
 
@@ -67,7 +67,7 @@ def _step_loss(
 ) -> Any:
     """The batch loss: cross-entropy + soft Dice, or DUO (with the noise head)."""
     if noise is None:
-        return segmentation_loss(net(x), y, num_classes)
+        return ce_soft_dice(net(x), y, num_classes)
     h = net.features(x)
     denoise = step >= NOISE_START * config.iterations
     return duo_loss(net.head(h), noise(h), y, num_classes, alpha=config.duo_alpha, denoise=denoise)
