@@ -389,12 +389,6 @@ def fit_logistic(
     )
 
 
-def case_risk(structures: Iterable[StructureRisk]) -> float:
-    """A case's risk: its riskiest structure's (NaN without structures)."""
-    risks = [s.risk for s in structures]
-    return max(risks) if risks else math.nan
-
-
 __all__ = [
     "FLAG_LEVEL",
     "Flag",
@@ -404,7 +398,6 @@ __all__ = [
     "Signal",
     "SliceRisk",
     "StructureRisk",
-    "case_risk",
     "fit_logistic",
     "flags_of",
     "slice_entropy",
