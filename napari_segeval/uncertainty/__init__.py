@@ -14,7 +14,6 @@ from napari_segeval.uncertainty.auv import (
 from napari_segeval.uncertainty.dense import (
     augmented_labels,
     dense_tta,
-    dropout_modules,
     mc_dropout,
 )
 from napari_segeval.uncertainty.failure import (
@@ -72,7 +71,6 @@ __all__ = [
     "correlation",
     "decoded_map",
     "dense_tta",
-    "dropout_modules",
     "entropy",
     "entropy_band_score",
     "failure_auroc",
