@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from napari_segeval.models.dense.unet2d import resize2d
 from napari_segeval.phantoms.ct import make_ct_case
 from napari_segeval.phantoms.echo import make_echo_clip
 from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
@@ -126,7 +127,7 @@ def frames(
         bz = int(rng.integers(background.labels.shape[0]))
         bidx = [min(max(bz + i - idx[0], 0), background.labels.shape[0] - 1) for i in idx]
         bg = _unit(rng, background, bidx)
-        bg = _fit(bg, (int(target.shape[1]), int(target.shape[2])))
+        bg = resize2d(bg[:, None], target.shape[1:], "bilinear")[:, 0]
         img = _paste(rng, bg, target)
         return appearance.restyle(rng, img, strength=float(rng.uniform(0.2, 1.0)))
     if stack.kind == "scene":
@@ -150,10 +151,3 @@ def _unit(rng: np.random.Generator, stack: Stack, idx: list[int]) -> torch.Tenso
     assert stack.image is not None  # only a scene stack has none, and it is rendered
     img = stack.image[idx]
     return ct_window(rng, img, stack.image) if stack.kind == "ct" else img.clone()
-
-
-def _fit(img: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
-    """Resize ``(S, h, w)`` to ``shape`` (bilinear)."""
-    if tuple(img.shape[1:]) == tuple(shape):
-        return img
-    return F.interpolate(img[:, None], size=shape, mode="bilinear", align_corners=False)[:, 0]
