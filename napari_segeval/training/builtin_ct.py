@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,30 @@ from napari_segeval.inference.intensity import (
     foreground_intensity_stats,
 )
 from napari_segeval.inference.postprocess import min_volume_from_references
-from napari_segeval.inference.resample import resample_image, resample_labels
+from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
 from napari_segeval.models._checkpoint import load_state_strict, read_checkpoint
 from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS, BUILTIN_PLANS
 from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 from napari_segeval.phantoms.ct import make_ct_case
+
+
+def prepare_cases(
+    images: Sequence[np.ndarray],
+    labels: Sequence[np.ndarray],
+    spacings: Sequence[Sequence[float]],
+    target: Sequence[float] | None = None,
+    source: str | None = None,
+) -> tuple[list, IntensityStats, tuple[float, ...]]:
+    """Resample to ``target`` (default: the median spacing) and normalize with the cases'
+    statistics (named ``source``): ``(cases, intensity stats, spacing)``."""
+    target = median_spacing(spacings) if target is None else tuple(float(s) for s in target)
+    source = source or f"{len(images)} training cases"
+    stats = foreground_intensity_stats(zip(images, labels), source=source)
+    out = []
+    for img, lab, sp in zip(images, labels, spacings):
+        x, info = resample_image(np.asarray(img, np.float32), sp, target, order=3)
+        out.append((clip_zscore(x, stats), resample_labels(np.asarray(lab), info)))
+    return out, stats, target
 
 
 def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
@@ -43,14 +63,12 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
 
     cases = [make_ct_case(seed) for seed in range(n_cases)]
     pairs = [(c.image, c.labels, c.spacing) for c in cases if c.labels is not None]
-    stats = foreground_intensity_stats(
-        ((x, y) for x, y, _ in pairs), source=f"phantom seeds 0-{n_cases - 1}"
-    )
-    thr = lesion_thresholds(((y, sp) for _, y, sp in pairs), plans)
-    data = []
-    for x, y, sp in pairs:
-        img, info = resample_image(x, sp, plans["spacing"], order=3)
-        data.append((clip_zscore(img, stats), resample_labels(y, info)))
+    images, labels, spacings = zip(*pairs)
+    source = f"phantom seeds 0-{n_cases - 1}"
+    data, stats, _ = prepare_cases(images, labels, spacings, plans["spacing"], source)
+    # nnU-Net v1's rule on the references: each lesion class's smallest largest component
+    found = min_volume_from_references(zip(labels, spacings), plans["lesions"])
+    thr = {str(k): round(v, 3) for k, v in found.items()}
     if cache is not None:
         arrays: dict[str, Any] = {f"x{i}": x for i, (x, _) in enumerate(data)}
         arrays.update({f"y{i}": y for i, (_, y) in enumerate(data)})
@@ -63,12 +81,6 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
             **arrays,
         )
     return data, stats, thr
-
-
-def lesion_thresholds(refs, plans: dict) -> dict[str, float]:
-    """nnU-Net v1's rule on ``(labels, spacing)`` pairs: smallest largest-component volume."""
-    thr = min_volume_from_references(refs, plans["lesions"])
-    return {str(k): round(v, 3) for k, v in thr.items()}
 
 
 def _pad_to(a: np.ndarray, size, value) -> np.ndarray:

@@ -19,8 +19,6 @@ import torch
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
-from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
-from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
 from napari_segeval.models.dense import BUILTIN_PLANS
 from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 from napari_segeval.models.dense.unet2d import TorchThreads
@@ -30,6 +28,7 @@ from napari_segeval.training.builtin_ct import (
     lr_at,
     optimizer_step,
     patch_batch,
+    prepare_cases,
     save_checkpoint,
 )
 from napari_segeval.training.duo import NOISE_START, duo_loss, noise_head
@@ -71,19 +70,6 @@ def _step_loss(
     h = net.features(x)
     denoise = step >= NOISE_START * config.iterations
     return duo_loss(net.head(h), noise(h), y, num_classes, alpha=config.duo_alpha, denoise=denoise)
-
-
-def prepare_cases(
-    images: Sequence[np.ndarray], labels: Sequence[np.ndarray], spacings: Sequence[Sequence[float]]
-) -> tuple[list, Any, tuple[float, ...]]:
-    """Resample to the median spacing and normalize: ``(cases, intensity stats, spacing)``."""
-    target = median_spacing(spacings)
-    stats = foreground_intensity_stats(zip(images, labels), source=f"{len(images)} training cases")
-    out = []
-    for img, lab, sp in zip(images, labels, spacings):
-        x, info = resample_image(np.asarray(img, np.float32), sp, target, order=3)
-        out.append((clip_zscore(x, stats), resample_labels(np.asarray(lab), info)))
-    return out, stats, target
 
 
 def train_dense_cases(
@@ -183,4 +169,4 @@ def train_dense_cases(
     return record
 
 
-__all__ = ["LOSSES", "OPTIMIZERS", "DenseTrainConfig", "prepare_cases", "train_dense_cases"]
+__all__ = ["LOSSES", "OPTIMIZERS", "DenseTrainConfig", "train_dense_cases"]

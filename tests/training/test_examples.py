@@ -11,7 +11,7 @@ EXAMPLES = {
 >>> DenseTrainConfig(iterations=10).to_dict()["optimizer"]
 'sgd-poly'
 """,
-    "napari_segeval.training.dense_cases.prepare_cases": """\
+    "napari_segeval.training.builtin_ct.prepare_cases": """\
 >>> img = np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8)
 >>> lab = (img > 100).astype(np.uint8)
 >>> cases, stats, spacing = prepare_cases([img, img], [lab, lab], [(2, 1, 1), (4, 1, 1)])
