@@ -50,14 +50,12 @@ class SampleStats:
 
     Parameters
     ----------
-    axis : int
-        Class axis of each sample (for the entropy term).
     binary : bool
-        Samples are foreground probabilities: the entropy term is :func:`binary_entropy`.
+        Samples are foreground probabilities: the entropy term is :func:`binary_entropy`;
+        else the classes are the first axis of each sample.
     """
 
-    def __init__(self, axis: int = 0, binary: bool = False) -> None:
-        self.axis = axis
+    def __init__(self, binary: bool = False) -> None:
         self.binary = binary
         self.n = 0
         self.mean: np.ndarray | None = None
@@ -67,7 +65,7 @@ class SampleStats:
     def add(self, probs: np.ndarray) -> None:
         """Add one sample (same shape every time)."""
         p = np.asarray(probs, dtype=np.float64)
-        h = binary_entropy(p) if self.binary else entropy(p, self.axis, normalized=True)
+        h = binary_entropy(p) if self.binary else entropy(p, 0, normalized=True)
         h = h.astype(np.float64)
         self.n += 1
         if self.mean is None:
