@@ -228,18 +228,14 @@ def mc_dropout(
 
     Parameters
     ----------
-    model : DenseModel
-    case : Case
+    model, case, overlap, progress, cancel
+        As in :func:`dense_tta`.
     n_samples : int
         Forward passes with dropout on.
     enabled : bool
         False keeps dropout off (a check that the sampling is the only source of variance).
-    overlap : float
-        Sliding-window overlap.
     seed : int
         ``torch.manual_seed(seed + i)`` before pass ``i``.
-    progress, cancel
-        As in :func:`dense_tta`.
     """
     import torch
 

@@ -315,18 +315,12 @@ def structure_risk(
     ----------
     label : int
         Structure id.
-    masks : numpy.ndarray
-        Its mask, ``(n, H, W)``.
-    probs : numpy.ndarray or indexable
-        Its foreground probability (``probs[k]``: slice ``k``).
+    masks, probs, others, augmented
+        As in :func:`slice_signals` (others: on the same prompts; augmented: dense models).
     trace : StructureTrace, optional
         Its walks' trace (:mod:`napari_segeval.propagation.trace`).
-    others : sequence of numpy.ndarray
-        Other models' masks of the structure on the same prompts.
     extra_slices : iterable of int
         More slices to describe.
-    augmented : sequence of numpy.ndarray
-        Its masks from test-time augmented passes (dense models).
     model : RiskModel, optional
         Default: the shipped one (:meth:`RiskModel.load`).
     """
