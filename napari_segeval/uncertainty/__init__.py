@@ -34,7 +34,6 @@ from napari_segeval.uncertainty.maps import (
     UncertaintyMaps,
     binary_entropy,
     entropy,
-    maps_from_probabilities,
 )
 from napari_segeval.uncertainty.promptable import prompt_tta
 from napari_segeval.uncertainty.scores import (
@@ -77,7 +76,6 @@ __all__ = [
     "failure_detection",
     "feature_kind",
     "filter_most_uncertain",
-    "maps_from_probabilities",
     "mc_dropout",
     "mean_uncertainty",
     "n_removed",
