@@ -48,7 +48,6 @@ from napari_segeval.uncertainty.scores import (
     n_removed_quantile,
     scored_region,
     structure_scores,
-    uncertainty_volume_curve,
 )
 
 __all__ = [
@@ -89,5 +88,4 @@ __all__ = [
     "scored_region",
     "semantic_scale",
     "structure_scores",
-    "uncertainty_volume_curve",
 ]
