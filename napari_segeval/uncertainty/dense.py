@@ -155,7 +155,7 @@ def dense_tta(
     augs = []
     for i in range(n_samples):
         check_cancel(cancel, "test-time augmentation")
-        aug = dict(IDENTITY) if i == 0 and include_identity else _draw(rng, axes, *widths)
+        aug = dict(IDENTITY, flips=[]) if i == 0 and include_identity else _draw(rng, axes, *widths)
         augs.append(aug)
         stats.add(_augmented_probs(model, x, aug, overlap, cancel))
         if progress is not None:
