@@ -30,13 +30,7 @@ STYLES = ("ct", "mr", "us", "rgb", "generic")
 
 
 def smooth_noise(rng: np.random.Generator, n: int, h: int, w: int, coarse: int) -> torch.Tensor:
-    """``n`` smooth random fields ``(n, H, W)``, bicubic from a ``coarse`` grid, unit-ish std.
-
-    Examples
-    --------
-    >>> smooth_noise(np.random.default_rng(0), 2, 20, 30, 4).shape
-    torch.Size([2, 20, 30])
-    """
+    """``n`` smooth random fields ``(n, H, W)``, bicubic from a ``coarse`` grid, unit-ish std."""
     c = max(2, int(coarse))
     grid = torch.from_numpy(rng.standard_normal((n, 1, c, c)).astype(np.float32))
     return F.interpolate(grid, size=(h, w), mode="bicubic", align_corners=False)[:, 0]

@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,30 @@ from napari_segeval.inference.intensity import (
     foreground_intensity_stats,
 )
 from napari_segeval.inference.postprocess import min_volume_from_references
-from napari_segeval.inference.resample import resample_image, resample_labels
+from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
 from napari_segeval.models._checkpoint import load_state_strict, read_checkpoint
 from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS, BUILTIN_PLANS
 from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 from napari_segeval.phantoms.ct import make_ct_case
+
+
+def prepare_cases(
+    images: Sequence[np.ndarray],
+    labels: Sequence[np.ndarray],
+    spacings: Sequence[Sequence[float]],
+    target: Sequence[float] | None = None,
+    source: str | None = None,
+) -> tuple[list, IntensityStats, tuple[float, ...]]:
+    """Resample to ``target`` (default: the median spacing) and normalize with the cases'
+    statistics (named ``source``): ``(cases, intensity stats, spacing)``."""
+    target = median_spacing(spacings) if target is None else tuple(float(s) for s in target)
+    source = source or f"{len(images)} training cases"
+    stats = foreground_intensity_stats(zip(images, labels), source=source)
+    out = []
+    for img, lab, sp in zip(images, labels, spacings):
+        x, info = resample_image(np.asarray(img, np.float32), sp, target, order=3)
+        out.append((clip_zscore(x, stats), resample_labels(np.asarray(lab), info)))
+    return out, stats, target
 
 
 def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
@@ -43,14 +63,12 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
 
     cases = [make_ct_case(seed) for seed in range(n_cases)]
     pairs = [(c.image, c.labels, c.spacing) for c in cases if c.labels is not None]
-    stats = foreground_intensity_stats(
-        ((x, y) for x, y, _ in pairs), source=f"phantom seeds 0-{n_cases - 1}"
-    )
-    thr = lesion_thresholds(((y, sp) for _, y, sp in pairs), plans)
-    data = []
-    for x, y, sp in pairs:
-        img, info = resample_image(x, sp, plans["spacing"], order=3)
-        data.append((clip_zscore(img, stats), resample_labels(y, info)))
+    images, labels, spacings = zip(*pairs)
+    source = f"phantom seeds 0-{n_cases - 1}"
+    data, stats, _ = prepare_cases(images, labels, spacings, plans["spacing"], source)
+    # nnU-Net v1's rule on the references: each lesion class's smallest largest component
+    found = min_volume_from_references(zip(labels, spacings), plans["lesions"])
+    thr = {str(k): round(v, 3) for k, v in found.items()}
     if cache is not None:
         arrays: dict[str, Any] = {f"x{i}": x for i, (x, _) in enumerate(data)}
         arrays.update({f"y{i}": y for i, (_, y) in enumerate(data)})
@@ -63,12 +81,6 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
             **arrays,
         )
     return data, stats, thr
-
-
-def lesion_thresholds(refs, plans: dict) -> dict[str, float]:
-    """nnU-Net v1's rule on ``(labels, spacing)`` pairs: smallest largest-component volume."""
-    thr = min_volume_from_references(refs, plans["lesions"])
-    return {str(k): round(v, 3) for k, v in thr.items()}
 
 
 def _pad_to(a: np.ndarray, size, value) -> np.ndarray:
@@ -149,11 +161,6 @@ def ce_soft_dice(logits, target, num_classes, smooth=1e-5, weight=None, present_
     return ce + (1 - fg.mean())
 
 
-def segmentation_loss(logits, target, num_classes, weight=None):
-    """The built-in CT model's loss: :func:`ce_soft_dice` (smoothing 1e-5, present classes)."""
-    return ce_soft_dice(logits, target, num_classes, 1e-5, weight)
-
-
 def save_checkpoint(net: Any, payload: dict, out: Path) -> None:
     """Write ``payload`` plus ``net``'s ``state_dict`` to ``out`` atomically (``torch.save``)."""
     state = {k: v.detach().clone() for k, v in net.state_dict().items()}
@@ -209,7 +216,7 @@ def train(
         for g in opt.param_groups:
             g["lr"] = lr
         x, y = patch_batch(rng, data, index, patch, batch, fg_prob)
-        losses.append(optimizer_step(opt, segmentation_loss(net(x), y, k, weight)))
+        losses.append(optimizer_step(opt, ce_soft_dice(net(x), y, k, weight=weight)))
         it += 1
         if it % 25 == 0:
             print(

@@ -117,12 +117,9 @@ def train_step(net, opt, pool: Pool, rng: np.random.Generator, size: int, batch:
 
 
 def initial_network(args: argparse.Namespace) -> PromptUNet:
-    """A fresh network, or one that starts from ``args.init``'s weights.
-
-    A 4-channel file (weights of format 1 without clicks) fills the first four input
-    channels of the first convolution; the click channels start at zero, so the
-    network starts out exactly as the file's.
-    """
+    """A fresh network, or one that starts from ``args.init``'s weights; a 4-channel file (format
+    1, no clicks) fills the first convolution's first four input channels, the click channels
+    start at zero (so the network starts out exactly as the file's)."""
     net = PromptUNet(width=args.width, depth=args.depth, in_channels=POINT_CHANNELS)
     if args.init is None:
         return net

@@ -19,18 +19,17 @@ import torch
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
-from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
-from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
 from napari_segeval.models.dense import BUILTIN_PLANS
 from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 from napari_segeval.models.dense.unet2d import TorchThreads
 from napari_segeval.training.builtin_ct import (
+    ce_soft_dice,
     class_index,
     lr_at,
     optimizer_step,
     patch_batch,
+    prepare_cases,
     save_checkpoint,
-    segmentation_loss,
 )
 from napari_segeval.training.duo import NOISE_START, duo_loss, noise_head
 
@@ -40,13 +39,7 @@ LOSSES = ("ce-dice", "duo")
 
 @dataclass(frozen=True)
 class DenseTrainConfig:
-    """Recipe of :func:`train_dense_cases` (recorded in the weights file).
-
-    Examples
-    --------
-    >>> DenseTrainConfig(iterations=10).to_dict()["optimizer"]
-    'sgd-poly'
-    """
+    """Recipe of :func:`train_dense_cases` (recorded in the weights file)."""
 
     iterations: int = 300
     batch: int = 2
@@ -73,32 +66,10 @@ def _step_loss(
 ) -> Any:
     """The batch loss: cross-entropy + soft Dice, or DUO (with the noise head)."""
     if noise is None:
-        return segmentation_loss(net(x), y, num_classes)
+        return ce_soft_dice(net(x), y, num_classes)
     h = net.features(x)
     denoise = step >= NOISE_START * config.iterations
     return duo_loss(net.head(h), noise(h), y, num_classes, alpha=config.duo_alpha, denoise=denoise)
-
-
-def prepare_cases(
-    images: Sequence[np.ndarray], labels: Sequence[np.ndarray], spacings: Sequence[Sequence[float]]
-) -> tuple[list, Any, tuple[float, ...]]:
-    """Resample to the median spacing and normalize: ``(cases, intensity stats, spacing)``.
-
-    Examples
-    --------
-    >>> img = np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8)
-    >>> lab = (img > 100).astype(np.uint8)
-    >>> cases, stats, spacing = prepare_cases([img, img], [lab, lab], [(2, 1, 1), (4, 1, 1)])
-    >>> spacing, cases[0][0].shape, cases[1][0].shape
-    ((3.0, 1.0, 1.0), (3, 8, 8), (5, 8, 8))
-    """
-    target = median_spacing(spacings)
-    stats = foreground_intensity_stats(zip(images, labels), source=f"{len(images)} training cases")
-    out = []
-    for img, lab, sp in zip(images, labels, spacings):
-        x, info = resample_image(np.asarray(img, np.float32), sp, target, order=3)
-        out.append((clip_zscore(x, stats), resample_labels(np.asarray(lab), info)))
-    return out, stats, target
 
 
 def train_dense_cases(
@@ -198,4 +169,4 @@ def train_dense_cases(
     return record
 
 
-__all__ = ["LOSSES", "OPTIMIZERS", "DenseTrainConfig", "prepare_cases", "train_dense_cases"]
+__all__ = ["LOSSES", "OPTIMIZERS", "DenseTrainConfig", "train_dense_cases"]

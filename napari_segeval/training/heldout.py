@@ -29,14 +29,7 @@ def make_heldout_volume(
 def make_tuning_volume(
     seed: int, shape: Sequence[int] = (32, 128, 128)
 ) -> tuple[np.ndarray, np.ndarray]:
-    """As :func:`make_heldout_volume` with the training families (seeds 500-999), for tuning.
-
-    Examples
-    --------
-    >>> image, labels = make_tuning_volume(500, shape=(8, 48, 48))
-    >>> image.shape
-    (8, 48, 48)
-    """
+    """As :func:`make_heldout_volume` with the training families (seeds 500-999), for tuning."""
     if not 500 <= seed < 1000:
         raise ValueError(f"tuning seeds are 500-999, got {seed}")
     return _volume(seed, shape, shapes.TRAIN_SHAPES, appearance.TRAIN_APPEARANCE)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from napari_segeval.models.dense.unet2d import resize2d
 from napari_segeval.phantoms.ct import make_ct_case
 from napari_segeval.phantoms.echo import make_echo_clip
 from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
@@ -120,22 +121,13 @@ def frames(
     background: Stack | None = None,
 ) -> torch.Tensor:
     """Frames ``idx`` of ``stack`` in ``[0, 1]`` with a random appearance, object ``label`` kept
-    visible in a scene; with a phantom ``background``, the scene's object pasted on its frames.
-
-    Examples
-    --------
-    >>> st = scene_stack(np.random.default_rng(0))
-    >>> lab = next(iter(st.present)); z = int(st.present[lab][0])
-    >>> f = frames(np.random.default_rng(1), st, [z, z], lab)
-    >>> f.shape[0], float(f.min()) >= 0, float(f.max()) <= 1
-    (2, True, True)
-    """
+    visible in a scene; with a phantom ``background``, the scene's object pasted on its frames."""
     target = stack.labels[idx] == label
     if background is not None:
         bz = int(rng.integers(background.labels.shape[0]))
         bidx = [min(max(bz + i - idx[0], 0), background.labels.shape[0] - 1) for i in idx]
         bg = _unit(rng, background, bidx)
-        bg = _fit(bg, (int(target.shape[1]), int(target.shape[2])))
+        bg = resize2d(bg[:, None], target.shape[1:], "bilinear")[:, 0]
         img = _paste(rng, bg, target)
         return appearance.restyle(rng, img, strength=float(rng.uniform(0.2, 1.0)))
     if stack.kind == "scene":
@@ -159,10 +151,3 @@ def _unit(rng: np.random.Generator, stack: Stack, idx: list[int]) -> torch.Tenso
     assert stack.image is not None  # only a scene stack has none, and it is rendered
     img = stack.image[idx]
     return ct_window(rng, img, stack.image) if stack.kind == "ct" else img.clone()
-
-
-def _fit(img: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
-    """Resize ``(S, h, w)`` to ``shape`` (bilinear)."""
-    if tuple(img.shape[1:]) == tuple(shape):
-        return img
-    return F.interpolate(img[:, None], size=shape, mode="bilinear", align_corners=False)[:, 0]

@@ -14,7 +14,6 @@ from napari_segeval.uncertainty.auv import (
 from napari_segeval.uncertainty.dense import (
     augmented_labels,
     dense_tta,
-    dropout_modules,
     mc_dropout,
 )
 from napari_segeval.uncertainty.failure import (
@@ -35,7 +34,6 @@ from napari_segeval.uncertainty.maps import (
     UncertaintyMaps,
     binary_entropy,
     entropy,
-    maps_from_probabilities,
 )
 from napari_segeval.uncertainty.promptable import prompt_tta
 from napari_segeval.uncertainty.scores import (
@@ -50,7 +48,6 @@ from napari_segeval.uncertainty.scores import (
     n_removed_quantile,
     scored_region,
     structure_scores,
-    uncertainty_volume_curve,
 )
 
 __all__ = [
@@ -72,14 +69,12 @@ __all__ = [
     "correlation",
     "decoded_map",
     "dense_tta",
-    "dropout_modules",
     "entropy",
     "entropy_band_score",
     "failure_auroc",
     "failure_detection",
     "feature_kind",
     "filter_most_uncertain",
-    "maps_from_probabilities",
     "mc_dropout",
     "mean_uncertainty",
     "n_removed",
@@ -93,5 +88,4 @@ __all__ = [
     "scored_region",
     "semantic_scale",
     "structure_scores",
-    "uncertainty_volume_curve",
 ]

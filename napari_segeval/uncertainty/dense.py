@@ -15,6 +15,8 @@ from napari_segeval._cancel import check_cancel
 from napari_segeval.uncertainty.maps import SampleStats, UncertaintyMaps, entropy
 
 ProgressFn = Callable[[int, int], None]
+#: The plain pass: no flip, gain, offset or zoom.
+IDENTITY = {"flips": [], "gain": 1.0, "shift": 0.0, "scale": 1.0}
 
 
 def _draw(rng: np.random.Generator, axes: Sequence[int], gain: float, shift: float, zoom: float):
@@ -143,6 +145,7 @@ def dense_tta(
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
     axes = tuple(model.mirror_axes if flip_axes is None else flip_axes)
+    widths = (intensity_scale, intensity_shift, scale_range)
     x, info = model.preprocess(case)
     ndim = x.ndim - 2
     if any(not 0 <= a < ndim for a in axes):
@@ -152,11 +155,7 @@ def dense_tta(
     augs = []
     for i in range(n_samples):
         check_cancel(cancel, "test-time augmentation")
-        aug = (
-            {"flips": [], "gain": 1.0, "shift": 0.0, "scale": 1.0}
-            if i == 0 and include_identity
-            else _draw(rng, axes, intensity_scale, intensity_shift, scale_range)
-        )
+        aug = dict(IDENTITY, flips=[]) if i == 0 and include_identity else _draw(rng, axes, *widths)
         augs.append(aug)
         stats.add(_augmented_probs(model, x, aug, overlap, cancel))
         if progress is not None:
@@ -211,14 +210,6 @@ def augmented_labels(
     return out
 
 
-def dropout_modules(network: Any) -> list:
-    """The dropout layers of a torch network (every ``torch.nn`` dropout flavour)."""
-    from torch import nn
-
-    kinds = (nn.modules.dropout._DropoutNd,)
-    return [m for m in network.modules() if isinstance(m, kinds)]
-
-
 def mc_dropout(
     model: Any,
     case: Any,
@@ -237,24 +228,21 @@ def mc_dropout(
 
     Parameters
     ----------
-    model : DenseModel
-    case : Case
+    model, case, overlap, progress, cancel
+        As in :func:`dense_tta`.
     n_samples : int
         Forward passes with dropout on.
     enabled : bool
         False keeps dropout off (a check that the sampling is the only source of variance).
-    overlap : float
-        Sliding-window overlap.
     seed : int
         ``torch.manual_seed(seed + i)`` before pass ``i``.
-    progress, cancel
-        As in :func:`dense_tta`.
     """
     import torch
 
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    drops = dropout_modules(model.network)
+    kind = torch.nn.modules.dropout._DropoutNd  # every torch.nn dropout flavour
+    drops = [m for m in model.network.modules() if isinstance(m, kind)]
     note = ""
     if not drops:
         note = "the model has no dropout layers: MC-dropout has nothing to sample (zero variance)"
@@ -264,14 +252,13 @@ def mc_dropout(
     x, info = model.preprocess(case)
     modes = [m.training for m in drops]
     stats = SampleStats()
-    identity = {"flips": [], "gain": 1.0, "shift": 0.0, "scale": 1.0}
     try:
         for m in drops:
             m.train(bool(enabled))
         for i in range(n_samples):
             check_cancel(cancel, "MC-dropout")
             torch.manual_seed(int(seed) + i)
-            stats.add(_augmented_probs(model, x, identity, overlap, cancel))
+            stats.add(_augmented_probs(model, x, IDENTITY, overlap, cancel))
             if progress is not None:
                 progress(i + 1, n_samples)
     finally:

@@ -80,14 +80,10 @@ def decoded_map(
 
 def resample_map(decoded: np.ndarray, grid: Sequence[int] | None) -> np.ndarray:
     """A 3D decoded map resampled (linearly) to ``grid`` (``[D, H, W]``); 2D maps and None unchanged."""
-    a = np.asarray(decoded, np.float32)
-    if not grid or a.ndim != 3 or tuple(a.shape) == tuple(int(g) for g in grid):
-        return a
-    from scipy.ndimage import zoom
+    from napari_segeval.inference.resample import resample_to_shape
 
-    return zoom(
-        a, [int(g) / n for g, n in zip(grid, a.shape)], order=1, grid_mode=True, mode="nearest"
-    )
+    a = np.asarray(decoded, np.float32)
+    return resample_to_shape(a, grid, order=1) if grid and a.ndim == 3 else a
 
 
 def class_scales(

@@ -50,14 +50,12 @@ class SampleStats:
 
     Parameters
     ----------
-    axis : int
-        Class axis of each sample (for the entropy term).
     binary : bool
-        Samples are foreground probabilities: the entropy term is :func:`binary_entropy`.
+        Samples are foreground probabilities: the entropy term is :func:`binary_entropy`;
+        else the classes are the first axis of each sample.
     """
 
-    def __init__(self, axis: int = 0, binary: bool = False) -> None:
-        self.axis = axis
+    def __init__(self, binary: bool = False) -> None:
         self.binary = binary
         self.n = 0
         self.mean: np.ndarray | None = None
@@ -67,7 +65,7 @@ class SampleStats:
     def add(self, probs: np.ndarray) -> None:
         """Add one sample (same shape every time)."""
         p = np.asarray(probs, dtype=np.float64)
-        h = binary_entropy(p) if self.binary else entropy(p, self.axis, normalized=True)
+        h = binary_entropy(p) if self.binary else entropy(p, 0, normalized=True)
         h = h.astype(np.float64)
         self.n += 1
         if self.mean is None:
@@ -116,7 +114,7 @@ class UncertaintyMaps:
     n_samples : int
         Samples drawn (1 when a method had nothing to sample).
     method : str
-        ``"single"``, ``"tta"``, ``"mc-dropout"`` or ``"prompt-jitter"``.
+        ``"tta"``, ``"mc-dropout"`` or ``"prompt-jitter"``.
     params : dict
         The settings used (and the augmentation drawn for every sample).
     note : str
@@ -133,17 +131,3 @@ class UncertaintyMaps:
     method: str
     params: dict = field(default_factory=dict)
     note: str = ""
-
-    def structure_probability(self, label: int) -> np.ndarray:
-        """Mean probability of structure ``label`` (a channel of :attr:`mean`)."""
-        return self.mean[self.channels.index(int(label))]
-
-
-def maps_from_probabilities(probs: np.ndarray, labels: np.ndarray | None = None) -> UncertaintyMaps:
-    """Single-pass maps (entropy only, zero variance) of ``(K, *spatial)`` probabilities."""
-    p = np.asarray(probs, dtype=np.float32)
-    h = entropy(p, 0, normalized=True)
-    lab = p.argmax(0).astype(np.uint8) if labels is None else np.asarray(labels)
-    return UncertaintyMaps(
-        h, np.zeros_like(h), p, lab, np.zeros_like(h), tuple(range(p.shape[0])), 1, "single"
-    )

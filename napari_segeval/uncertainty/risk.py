@@ -315,18 +315,12 @@ def structure_risk(
     ----------
     label : int
         Structure id.
-    masks : numpy.ndarray
-        Its mask, ``(n, H, W)``.
-    probs : numpy.ndarray or indexable
-        Its foreground probability (``probs[k]``: slice ``k``).
+    masks, probs, others, augmented
+        As in :func:`slice_signals` (others: on the same prompts; augmented: dense models).
     trace : StructureTrace, optional
         Its walks' trace (:mod:`napari_segeval.propagation.trace`).
-    others : sequence of numpy.ndarray
-        Other models' masks of the structure on the same prompts.
     extra_slices : iterable of int
         More slices to describe.
-    augmented : sequence of numpy.ndarray
-        Its masks from test-time augmented passes (dense models).
     model : RiskModel, optional
         Default: the shipped one (:meth:`RiskModel.load`).
     """
@@ -389,12 +383,6 @@ def fit_logistic(
     )
 
 
-def case_risk(structures: Iterable[StructureRisk]) -> float:
-    """A case's risk: its riskiest structure's (NaN without structures)."""
-    risks = [s.risk for s in structures]
-    return max(risks) if risks else math.nan
-
-
 __all__ = [
     "FLAG_LEVEL",
     "Flag",
@@ -404,7 +392,6 @@ __all__ = [
     "Signal",
     "SliceRisk",
     "StructureRisk",
-    "case_risk",
     "fit_logistic",
     "flags_of",
     "slice_entropy",

@@ -58,35 +58,12 @@ def scored_region(labels: np.ndarray, label: int | None = None, band: int = 1) -
     return _dilate(mask, int(band))
 
 
-def _clipped(uncertainty: np.ndarray, region: np.ndarray | None) -> np.ndarray:
-    """``uncertainty`` clipped to ``[0, 1]``, over ``region`` when given."""
-    u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
-    return u if region is None else u[np.asarray(region, dtype=bool)]
-
-
 def mean_uncertainty(uncertainty: np.ndarray, region: np.ndarray | None = None) -> float:
     """Mean of ``u`` clipped to ``[0, 1]`` over ``region`` (``∫_0^1 F(t) dt``); NaN if empty."""
-    u = _clipped(uncertainty, region)
+    u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
+    if region is not None:
+        u = u[np.asarray(region, dtype=bool)]
     return float(u.mean()) if u.size else math.nan
-
-
-def uncertainty_volume_curve(
-    uncertainty: np.ndarray, region: np.ndarray | None = None, n_thresholds: int = 101
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(t, F(t))`` on ``n_thresholds`` evenly spaced thresholds in ``[0, 1]``.
-
-    Examples
-    --------
-    >>> t, f = uncertainty_volume_curve(np.array([0.25, 0.75]), n_thresholds=5)
-    >>> t.tolist(), f.tolist()
-    ([0.0, 0.25, 0.5, 0.75, 1.0], [1.0, 0.5, 0.5, 0.0, 0.0])
-    """
-    u = _clipped(uncertainty, region)
-    t = np.linspace(0.0, 1.0, int(n_thresholds))
-    if not u.size:
-        return t, np.full_like(t, np.nan)
-    s = np.sort(u.ravel())
-    return t, 1.0 - np.searchsorted(s, t, side="right") / s.size
 
 
 def case_score(uncertainty: np.ndarray, labels: np.ndarray, band: int = 1) -> float:

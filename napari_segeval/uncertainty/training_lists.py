@@ -19,13 +19,7 @@ NNUNET_SEED = 12345
 
 
 def case_id_of(entry: str) -> str:
-    """Case id of a ``dataset.json`` path: file name without extension or channel suffix.
-
-    Examples
-    --------
-    >>> case_id_of("./imagesTr/liver_3.nii.gz"), case_id_of("imagesTr/la_003_0000.nii.gz")
-    ('liver_3', 'la_003')
-    """
+    """Case id of a ``dataset.json`` path: file name without extension or channel suffix."""
     name = PurePosixPath(str(entry).replace("\\", "/")).name
     if suffix(name) in IMAGE_SUFFIXES:
         name = stem(name)

@@ -57,8 +57,8 @@ def test_loss_counts_every_present_class():
     missed_small = perfect.clone()
     missed_small[0, 2, 0, 5, 5] = -20
     missed_small[0, 0, 0, 5, 5] = 20
-    good = float(builtin_ct.segmentation_loss(perfect, target, 3))
-    bad = float(builtin_ct.segmentation_loss(missed_small, target, 3))
+    good = float(builtin_ct.ce_soft_dice(perfect, target, 3))
+    bad = float(builtin_ct.ce_soft_dice(missed_small, target, 3))
     assert good < 0.01 and bad > 0.45  # half of the foreground Dice is lost
 
 

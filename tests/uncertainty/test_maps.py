@@ -7,12 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from napari_segeval.uncertainty import (
-    SampleStats,
-    binary_entropy,
-    entropy,
-    maps_from_probabilities,
-)
+from napari_segeval.uncertainty import SampleStats, binary_entropy, entropy
 
 
 def test_entropy_of_known_maps():
@@ -64,12 +59,3 @@ def test_identical_samples_have_exactly_zero_variance():
     for _ in range(5):
         s.add(p)
     assert float(s.variance().max()) == 0.0
-
-
-def test_maps_from_probabilities():
-    p = np.zeros((3, 2, 2), np.float32)
-    p[0] = 1.0
-    p[:, 1, 1] = 1 / 3
-    m = maps_from_probabilities(p)
-    assert m.entropy[0, 0] == 0.0 and m.entropy[1, 1] == pytest.approx(1.0, rel=1e-6)
-    assert m.channels == (0, 1, 2) and m.method == "single" and m.variance.max() == 0.0

@@ -17,7 +17,6 @@ from napari_segeval.uncertainty.risk import (
     RiskModel,
     Signal,
     SliceRisk,
-    case_risk,
     fit_logistic,
     flags_of,
     slice_signals,
@@ -139,10 +138,3 @@ def test_the_shipped_model_loads_and_round_trips(tmp_path):
 def test_a_signal_the_run_cannot_give_takes_the_fitted_mean():
     m = Logistic(("a",), (3.0,), -1.0, (0.5,))
     assert m({"a": math.nan}) == pytest.approx(m({"a": 0.5})) == pytest.approx(m({}))
-
-
-def test_case_risk_is_its_riskiest_structure():
-    from napari_segeval.uncertainty.risk import StructureRisk
-
-    assert case_risk([StructureRisk(1, 0.1, ()), StructureRisk(2, 0.4, ())]) == 0.4
-    assert math.isnan(case_risk([]))
