@@ -87,13 +87,6 @@ def score(
     Each row also says whether the structure is ``absent`` from both reference and
     prediction (its Dice is no failure). Without a ``reference`` nothing is scored: one row
     per structure of ``structures`` (to carry its risk).
-
-    Examples
-    --------
-    >>> ref = np.array([[1, 1], [0, 0]]); pred = np.array([[1, 0], [0, 0]])
-    >>> rows = score(ref, pred, (1.0, 1.0), {1: "a", 2: "b"}, "clean", surface=False)
-    >>> [(r["structure"], r["dice"], r["absent"]) for r in rows]
-    [('a', 0.6666666666666666, False), ('b', 1.0, True)]
     """
     from napari_segeval.metrics import structure_table
 
@@ -135,19 +128,6 @@ def cached(
 
     The record is reused when its ``fingerprint`` matches ``key``'s and every path of
     ``needs`` exists; otherwise ``make()`` runs and its record is written atomically.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.json"
-    >>> calls = []
-    >>> def make():
-    ...     calls.append(1)
-    ...     return {"value": 3}
-    >>> cached(p, {"k": 1}, make)["value"], cached(p, {"k": 1}, make)["value"], len(calls)
-    (3, 3, 1)
-    >>> _ = cached(p, {"k": 2}, make); len(calls)
-    2
     """
     from napari_segeval._errors import ReadError
     from napari_segeval.evaluation import store

@@ -91,14 +91,7 @@ def with_model(prepared: Prepared, params: Promptable) -> Prepared:
 
 
 def ordered_labels(masks: dict, shape: tuple) -> np.ndarray:
-    """The challenge's result map: the masks written in label order (a later one overwrites).
-
-    Examples
-    --------
-    >>> a = np.array([[True, True, False]]); b = np.array([[False, True, True]])
-    >>> ordered_labels({2: b, 1: a}, (1, 3)).tolist()
-    [[1, 2, 2]]
-    """
+    """The challenge's result map: the masks written in label order (a later one overwrites)."""
     out = np.zeros(shape, np.uint16)
     for lab in sorted(masks):
         out[np.asarray(masks[lab], bool)] = lab

@@ -72,14 +72,6 @@ def challenge_prompts(labels: np.ndarray, structures: dict[int, str]) -> list:
 def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
     """One prompt set per structure: its box, or (``prompt="mask"``) the reference mask of the
     box's frame.
-
-    Examples
-    --------
-    >>> from napari_segeval.prompts.box import Box
-    >>> lab = np.zeros((2, 4, 4), np.uint8); lab[1, 1:3, 1:3] = 2
-    >>> sets = prompt_sets([Box(1, 1, 3, 3, index=1, label=2)], lab, "mask")
-    >>> sets[2].prompts[0].area, sets[2].frames
-    (4, (1,))
     """
     from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
 
