@@ -36,7 +36,7 @@ def _block(match: re.Match) -> str:
     source = proto if preset is None else proto.presets[preset]
     if what == "differences":
         return _bullets(source.differences)
-    proto.params.from_mapping(source.params, name, f"preset {preset}")  # a typo fails the build
+    proto.params().updated(source.params, name, f"preset {preset}")  # a typo fails the build
     params = json.loads(json.dumps(dict(source.params)))
     rows = "\n".join(f"| `{k}` | `{json.dumps(v)}` |" for k, v in params.items())
     return f"| parameter | value |\n|---|---|\n{rows}"

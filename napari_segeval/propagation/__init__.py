@@ -5,24 +5,14 @@ frames; a :class:`PropagationSession` re-propagates only the structures a correc
 changes. Helpers of the submodules are not part of the package's API.
 """
 
-from napari_segeval.propagation.core import (
-    propagate_case,
-    propagate_structure,
-    propagate_structures,
-)
-from napari_segeval.propagation.images import (
-    KINDS,
-    promptable_kind,
-    propagate_image,
-    propagation_mode,
-)
+from napari_segeval.propagation.core import propagate_case
+from napari_segeval.propagation.images import promptable_kind, propagate_image, propagation_mode
 from napari_segeval.propagation.masks import largest_component, merge_structures
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
 from napari_segeval.propagation.result import PropagationResult, StructureResult
 from napari_segeval.propagation.session import PropagationSession
 
 __all__ = [
-    "KINDS",
     "PropagationOptions",
     "PropagationResult",
     "PropagationSession",
@@ -33,7 +23,5 @@ __all__ = [
     "promptable_kind",
     "propagate_case",
     "propagate_image",
-    "propagate_structure",
-    "propagate_structures",
     "propagation_mode",
 ]

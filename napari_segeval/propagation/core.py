@@ -34,8 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import threading
     from collections.abc import Callable, Mapping
 
-    import torch
-
 
 def total_steps(
     n_frames: int, prompts: Any, mode: str, *, corrections: Corrections = Corrections.NONE
@@ -223,40 +221,6 @@ def check_prompts(sets: Mapping[int, PromptSet], frames: Any, mode: str) -> None
     shape = tuple(int(v) for v in frames.shape[:3])
     for s in sets.values():
         s.validate(shape, where="slice" if mode == "volume" else "frame")
-
-
-def propagate_structure(
-    model: PromptableModel,
-    frames: Any,
-    prompts: Box | PromptSet,
-    options: PropagationOptions | None = None,
-    *,
-    prior_volume: Any = None,
-    progress: ProgressFn | None = None,
-    cancel: threading.Event | None = None,
-) -> torch.Tensor:
-    """Probability ``(n, H, W)`` tensor of one structure from its prompts (a box or a prompt set).
-
-    Differentiable with ``options.grad``; ``progress`` counts this structure's steps only;
-    ``prior_volume`` conditions every frame after the start frame instead of the model's own
-    previous output (:meth:`~napari_segeval.models.base.PromptableModel.propagate`).
-    """
-    import torch
-
-    options = (options or PropagationOptions()).replace(keep_largest=False, share=True)
-    sets = as_prompt_sets([prompts])
-    check_prompts(sets, frames, options.mode)
-    label = next(iter(sets))
-    res = propagate_structures(
-        model,
-        frames,
-        sets,
-        options,
-        priors=None if prior_volume is None else {label: prior_volume},
-        progress=progress,
-        cancel=cancel,
-    )[label]
-    return res.full_tensor() if options.grad else torch.from_numpy(res.full_probabilities())
 
 
 def propagate_case(

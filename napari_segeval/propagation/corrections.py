@@ -23,13 +23,6 @@ def round0_length(prompts: PromptSet, rule: Corrections = Corrections.POINTS) ->
 
     ``POINTS``: up to the last box or mask prompt; ``BOXES``: up to and including the first
     box; ``NONE`` (or no such prompt): the whole set.
-
-    Examples
-    --------
-    >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=3),
-    ...                   Box(0, 0, 3, 3, index=7), Point(2, 2, index=4)])
-    >>> round0_length(s, Corrections.BOXES), round0_length(s, Corrections.NONE)
-    (1, 4)
     """
     items = prompts.prompts
     if rule is Corrections.BOXES:
@@ -68,12 +61,6 @@ def kept_voxels(
 
     ``POINTS``: ``(slice, y, x)`` of the positive points after round 0. ``BOXES``: the voxels
     of ``mask`` inside each box of the set, on its slice.
-
-    Examples
-    --------
-    >>> m = np.zeros((3, 4, 4), bool); m[2, 1, 1] = True
-    >>> kept_voxels(PromptSet.of([Box(0, 0, 2, 2, index=2)]), Corrections.BOXES, m)
-    [(2, 1, 1)]
     """
     if rule is Corrections.BOXES:
         out = []
@@ -131,37 +118,6 @@ def apply_correction(
     return _result(prompts.label, probs, mask, options, kept_voxels(prompts, rule_of(model), mask))
 
 
-def apply_corrections(
-    model: Any,
-    frames: Any,
-    result: StructureResult,
-    prompts: PromptSet,
-    done: int,
-    options: PropagationOptions,
-    min_confidence: float | None,
-    *,
-    cancel: Any = None,
-    on_slice: Any = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> StructureResult:
-    """``result`` (of the first ``done`` prompts) corrected by each later prompt, each one
-    reported as ``progress(k, len(prompts) - done)``."""
-    for i in range(done, len(prompts)):
-        result = apply_correction(
-            model,
-            frames,
-            result,
-            head(prompts, i + 1),
-            options,
-            min_confidence,
-            cancel=cancel,
-            on_slice=on_slice,
-        )
-        if progress is not None:
-            progress(i + 1 - done, len(prompts) - done)
-    return result
-
-
 def correct_structures(
     model: Any,
     frames: Any,
@@ -175,23 +131,20 @@ def correct_structures(
     total: int,
     **run: Any,
 ) -> dict[int, StructureResult]:
-    """:func:`apply_corrections` of each structure of ``sets`` (``run``: ``cancel``,
-    ``on_slice``); progress counts from ``before`` of ``total``."""
+    """Each structure of ``sets``: its result (of its first ``done`` prompts) corrected by each
+    later prompt (:func:`apply_correction`; ``run``: ``cancel``, ``on_slice``), one progress
+    step each, counted from ``before`` of ``total``."""
     out = {}
     for lab, s in sets.items():
-        shifted = shifted_progress(progress, before, total)
-        out[lab] = apply_corrections(
-            model,
-            frames,
-            results[lab],
-            s,
-            done[lab],
-            options,
-            min_confidence,
-            progress=shifted,
-            **run,
-        )
-        before += len(s) - done[lab]
+        result = results[lab]
+        for i in range(done[lab], len(s)):
+            result = apply_correction(
+                model, frames, result, head(s, i + 1), options, min_confidence, **run
+            )
+            before += 1
+            if progress is not None:
+                progress(before, total)
+        out[lab] = result
     return out
 
 
@@ -204,4 +157,4 @@ def shifted_progress(
     return lambda done, _t: progress(before + done, total)
 
 
-__all__ = ["apply_correction", "apply_corrections", "corrects", "head", "round0_length", "rule_of"]
+__all__ = ["apply_correction", "correct_structures", "corrects", "head", "round0_length", "rule_of"]

@@ -45,20 +45,6 @@ def largest_component(
     return np.isin(lab, sorted(ids))
 
 
-def structure_masks(
-    probabilities: dict[int, np.ndarray],
-    *,
-    threshold: float = 0.5,
-    keep_largest: bool = True,
-    connectivity: int | None = None,
-) -> dict[int, np.ndarray]:
-    """Each structure's boolean mask: above ``threshold``, then its largest component."""
-    masks = {lab: np.asarray(p) > threshold for lab, p in probabilities.items()}
-    if not keep_largest:
-        return masks
-    return {lab: largest_component(m, connectivity) for lab, m in masks.items()}
-
-
 def merge_structures(
     probabilities: dict[int, np.ndarray],
     *,
@@ -66,13 +52,12 @@ def merge_structures(
     keep_largest: bool = True,
     nested_fraction: float | None = 0.5,
     connectivity: int | None = None,
-    masks: dict[int, np.ndarray] | None = None,
 ) -> np.ndarray:
     """One label map from per-structure probabilities; overlaps go to the higher probability.
 
-    A structure with at least ``nested_fraction`` of its mask inside a larger one's (a lesion
-    inside its organ) wins their whole overlap (``None``: off). ``masks`` (from
-    :func:`structure_masks`) skips recomputing the per-structure masks.
+    Each structure's mask is its probability above ``threshold`` (its largest component with
+    ``keep_largest``). A structure with at least ``nested_fraction`` of its mask inside a
+    larger one's (a lesion inside its organ) wins their whole overlap (``None``: off).
 
     Examples
     --------
@@ -85,16 +70,13 @@ def merge_structures(
     if not ids:
         raise ValueError("no structures to merge")
     probs = {lab: np.asarray(probabilities[lab], dtype=np.float32) for lab in ids}
-    if masks is None:
-        masks = structure_masks(
-            probs, threshold=threshold, keep_largest=keep_largest, connectivity=connectivity
-        )
+    masks = {lab: p > threshold for lab, p in probs.items()}
+    if keep_largest:
+        masks = {lab: largest_component(m, connectivity) for lab, m in masks.items()}
     shape = probs[ids[0]].shape
     zero = (0,) * len(shape)
     return merge_crops(
-        {lab: (zero, probs[lab], np.asarray(masks[lab], bool)) for lab in ids},
-        shape,
-        nested_fraction=nested_fraction,
+        {lab: (zero, probs[lab], masks[lab]) for lab in ids}, shape, nested_fraction=nested_fraction
     )
 
 

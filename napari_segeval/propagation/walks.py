@@ -24,22 +24,7 @@ def confidence_stop(
     """Number of leading frames of one walk to keep (``probs``: ``(m, H, W)``, start frame first);
     empty frames and the first ``first + 1`` (to the last conditioning frame) never stop it.
     """
-    m = int(probs.shape[0])
-    if min_confidence is None or m <= 1:
-        return m
-    p = probs.detach().float()
-    fg = p > threshold
-    count = fg.flatten(1).sum(dim=1)
-    mean = (p * fg).flatten(1).sum(dim=1) / count.clamp(min=1)
-    return _first_low(count.tolist(), mean.tolist(), min_confidence, first, m)
-
-
-def _first_low(counts: list, means: list, min_confidence: float, first: int, m: int) -> int:
-    """The first position after ``first`` with foreground whose mean is below ``min_confidence``."""
-    for j in range(max(1, int(first) + 1), m):
-        if counts[j] > 0 and means[j] < float(min_confidence):
-            return j
-    return m
+    return _kept(list(probs), min_confidence, threshold, first)
 
 
 def output_stop(
@@ -50,23 +35,28 @@ def output_stop(
     logits: bool = False,
 ) -> int:
     """:func:`confidence_stop` of a cropped walk (``logits``: of its sigmoid at 0.5)."""
+    return _kept(out.values, min_confidence, threshold, first, logits)
+
+
+def _kept(
+    values: list, min_confidence: float | None, threshold: float, first: int, logits: bool = False
+) -> int:
+    """The first position after ``first`` with foreground whose mean is below ``min_confidence``
+    (a None value: no foreground), else ``len(values)``."""
     import torch
 
-    m = len(out)
+    m = len(values)
     if min_confidence is None or m <= 1:
         return m
-    counts, means = [], []
-    for v in out.values:
-        if v is None:
-            counts.append(0)
-            means.append(0.0)
+    for j in range(max(1, int(first) + 1), m):
+        if values[j] is None:
             continue
-        p = torch.sigmoid(v.detach().float()) if logits else v.detach().float()
+        p = torch.sigmoid(values[j].detach().float()) if logits else values[j].detach().float()
         fg = p > (0.5 if logits else threshold)
         count = fg.sum()
-        counts.append(int(count))
-        means.append(float((p * fg).sum() / count.clamp(min=1)))
-    return _first_low(counts, means, min_confidence, first, m)
+        if int(count) > 0 and float((p * fg).sum() / count.clamp(min=1)) < float(min_confidence):
+            return j
+    return m
 
 
 def structure_crop(

@@ -9,12 +9,7 @@ import pytest
 from napari_segeval._cancel import Cancelled
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
-from napari_segeval.propagation import (
-    PropagationOptions,
-    merge_structures,
-    propagate_case,
-    propagate_structure,
-)
+from napari_segeval.propagation import PropagationOptions, merge_structures, propagate_case
 from napari_segeval.propagation.core import total_steps
 
 
@@ -142,9 +137,10 @@ def test_gradient_reaches_frames_through_structure():
     import torch
 
     frames = torch.tensor(_tube(5) * 0.8 + 0.1, requires_grad=True)
-    p = propagate_structure(
-        ThresholdPromptModel(), frames, Box(3, 2, 7, 6, index=2), PropagationOptions(grad=True)
-    )
+    options = PropagationOptions(grad=True)
+    p = propagate_case(ThresholdPromptModel(), frames, [Box(3, 2, 7, 6, index=2)], options).tensors[
+        1
+    ]
     p[0].sum().backward()
     assert frames.grad[0].abs().sum() > 0 and frames.grad[2].abs().sum() > 0
 
@@ -187,12 +183,12 @@ def test_confidence_stop_never_cuts_key_and_keeps_gradient():
     assert confidence_stop(p, 0.9) == 1  # the key frame always stays
     assert confidence_stop(torch.zeros(3, 2, 2), 0.9) == 3  # empty frames do not stop
     frames = torch.tensor(_faint_end(), requires_grad=True)
-    out = propagate_structure(
+    out = propagate_case(
         ThresholdPromptModel(),
         frames,
-        Box(3, 2, 7, 6, index=2),
+        [Box(3, 2, 7, 6, index=2)],
         PropagationOptions(grad=True, min_confidence=0.8),
-    )
+    ).tensors[1]
     assert not out[6:].detach().any()
     out[:6].sum().backward()
     assert frames.grad[0].abs().sum() > 0 and frames.grad[5].abs().sum() > 0

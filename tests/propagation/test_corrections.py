@@ -301,12 +301,15 @@ def test_a_positive_click_beyond_the_extent_is_bridged_to_it(model):
 
 
 def test_a_click_that_cannot_be_bridged_keeps_its_own_component(model):
-    from napari_segeval.propagation.corrections import apply_corrections
+    from napari_segeval.propagation.corrections import correct_structures
 
     before = _extent(4, 8)
     # a negative click on slice 2 (empty: no change) lies between the extent and slice 1
     s = PromptSet.of([BOX, Point(15, 18, index=2, positive=False), Point(15, 18, index=1)])
-    after = apply_corrections(model, _frames(), before, s, 1, PropagationOptions(), None)
+    fixed = correct_structures(
+        model, _frames(), {1: before}, {1: s}, {1: 1}, PropagationOptions(), None, None, 0, 2
+    )
+    after = fixed[1]
     mask = after.full_mask()
     assert not mask[2].any() and not mask[3].any() and not mask[0].any()
     assert mask[1, 15, 18] and 0 < mask[1].sum() < 40  # the click's own blob, not dropped

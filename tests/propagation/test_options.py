@@ -11,7 +11,7 @@ from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.models.walk import WALK_DEFAULTS, WalkOutput
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions, propagate_case
-from napari_segeval.propagation.masks import largest_component, structure_masks
+from napari_segeval.propagation.masks import largest_component, merge_structures
 
 
 def _diagonal_frames() -> np.ndarray:
@@ -33,8 +33,8 @@ def test_connectivity_6_vs_26_on_a_diagonal_contact():
 
 def test_propagate_case_connectivity_option_and_record():
     probs = {1: _diagonal_frames()}
-    six = structure_masks(probs)[1]
-    full = structure_masks(probs, connectivity=26)[1]
+    six = merge_structures(probs) == 1
+    full = merge_structures(probs, connectivity=26) == 1
     assert six.sum() == 32 and full.sum() == 64
     frames = np.ones((3, 8, 8), np.float32)
     res = propagate_case(

@@ -87,13 +87,6 @@ def score(
     Each row also says whether the structure is ``absent`` from both reference and
     prediction (its Dice is no failure). Without a ``reference`` nothing is scored: one row
     per structure of ``structures`` (to carry its risk).
-
-    Examples
-    --------
-    >>> ref = np.array([[1, 1], [0, 0]]); pred = np.array([[1, 0], [0, 0]])
-    >>> rows = score(ref, pred, (1.0, 1.0), {1: "a", 2: "b"}, "clean", surface=False)
-    >>> [(r["structure"], r["dice"], r["absent"]) for r in rows]
-    [('a', 0.6666666666666666, False), ('b', 1.0, True)]
     """
     from napari_segeval.metrics import structure_table
 
@@ -123,36 +116,20 @@ def score_case(case, prediction, structures: Mapping[int, str], condition: str, 
     return score(case.labels, np.asarray(prediction), case.spacing, structures, condition, **kw)
 
 
-def fingerprint(key: Any) -> str:
-    """SHA-256 of ``key`` as sorted JSON (what a cached result was made from)."""
-    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def cached(
     record_path: str | Path, key: Any, make: Callable[[], dict], *, needs: tuple = ()
 ) -> dict:
     """Make once: the JSON record at ``record_path`` when it was made from ``key``, else ``make()``.
 
-    The record is reused when its ``fingerprint`` matches ``key``'s and every path of
-    ``needs`` exists; otherwise ``make()`` runs and its record is written atomically.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.json"
-    >>> calls = []
-    >>> def make():
-    ...     calls.append(1)
-    ...     return {"value": 3}
-    >>> cached(p, {"k": 1}, make)["value"], cached(p, {"k": 1}, make)["value"], len(calls)
-    (3, 3, 1)
-    >>> _ = cached(p, {"k": 2}, make); len(calls)
-    2
+    The record is reused when its ``fingerprint`` (SHA-256 of ``key`` as sorted JSON) matches
+    and every path of ``needs`` exists; otherwise ``make()`` runs and its record is written
+    atomically.
     """
     from napari_segeval._errors import ReadError
     from napari_segeval.evaluation import store
 
-    path, fp = Path(record_path), fingerprint(key)
+    path = Path(record_path)
+    fp = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
     if path.is_file() and all(Path(n).is_file() for n in needs):
         try:
             old = store.read_json(path)
@@ -172,10 +149,7 @@ def train_once(path: str | os.PathLike, key: Any, train: Callable[[Path], dict])
 
 
 def trained_model(path: str | os.PathLike, device: str | None, case_id: str) -> Any:
-    """The dense model a protocol trained into ``path``, loaded once per file version; refused
-    (one line) for a case among its training cases (``meta``'s ``train_cases``, or its
-    ``training``'s).
-    """
+    """The dense model trained into ``path`` (loaded once per version), refused for its training cases."""
     model = _trained(str(path), Path(path).stat().st_mtime_ns, device)
     meta = model.meta
     if case_id in (meta.get("train_cases") or (meta.get("training") or {}).get("train_cases", [])):
@@ -232,10 +206,7 @@ def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None)
 def case_arrays(
     case, predictions: Mapping[str, np.ndarray], images: Mapping[str, np.ndarray] | None = None
 ):
-    """What to save of a case (:class:`~napari_segeval.evaluation.protocols.CaseArrays`):
-    ``predictions`` (condition -> label map) and ``images`` (``"perturbed:<condition>"`` /
-    ``"perturbation:<condition>"`` -> float array).
-    """
+    """A case's :class:`~napari_segeval.evaluation.protocols.CaseArrays`: label maps and float images."""
     from napari_segeval.evaluation.protocols import CaseArrays
 
     arrays = {str(k): np.asarray(v) for k, v in predictions.items()}

@@ -48,9 +48,7 @@ def train_config(params: Cv5Params, fold: int):
 
 
 def train_fold(train: Sequence, fold: int, params: Cv5Params, path: str | os.PathLike) -> dict:
-    """The fold record of the built-in 2D U-Net trained on ``train`` into ``path`` (once per
-    fingerprint: :func:`~._common.train_once`).
-    """
+    """The record of the built-in 2D U-Net trained on ``train`` into ``path`` (once per key)."""
     from napari_segeval.models.dense.unet2d import FORMAT_VERSION
     from napari_segeval.training.unet2d import train_unet2d
 

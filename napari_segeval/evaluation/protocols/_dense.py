@@ -4,8 +4,8 @@ probabilities=False)`` (how 2D and test models plug in)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -48,8 +48,6 @@ def _split_options(attack: Mapping) -> tuple[str, dict, dict]:
 
 def attack_config(attack: Mapping):
     """The :class:`~napari_segeval.attacks.AttackConfig` of an attack dict (refused in one line)."""
-    from dataclasses import fields
-
     from napari_segeval.attacks import AttackConfig
 
     name, opts, _ = _split_options(attack)
@@ -67,16 +65,7 @@ def attack_config(attack: Mapping):
 
 
 def check_attacks(attacks: Any) -> None:
-    """Refuse a bad ``attacks`` list before any case runs (one line naming the attack).
-
-    Examples
-    --------
-    >>> check_attacks([{"name": "pgd", "eps": 0.05}, {"name": "os.path:join"}])
-    >>> check_attacks([{"name": "pgd", "eps": -1}])
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': -1}: eps must be finite and >= 0, got -1
-    """
+    """Refuse a bad ``attacks`` list before any case runs (one line naming the attack)."""
     if not isinstance(attacks, (list, tuple)):
         raise SegEvalError(
             f"parameter attacks must be a list of attacks such as "
@@ -108,22 +97,11 @@ def _reference(attack: Mapping, target_opts: Mapping) -> str:
     return reference
 
 
-def skip_reason(model: Any, attack: Mapping) -> str | None:
-    """Why ``attack`` cannot run on ``model`` (:func:`~napari_segeval.attacks.not_applicable`)."""
-    if ":" in str(attack.get("name", "")):
-        return None
-    from napari_segeval.attacks import not_applicable
-
-    n = model.num_classes
-    return None if n is None else not_applicable(attack_config(attack), int(n))
-
-
 class AttackOutcome(NamedTuple):
     """One attack on one case; the images are float32 in raw units (None for a user attack)."""
 
     condition: str
     labels: np.ndarray
-    eps_raw: float
     perturbed: np.ndarray | None = None
     perturbation: np.ndarray | None = None
 
@@ -144,11 +122,7 @@ def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
         from napari_segeval.evaluation.protocols._common import resolve_factory
 
         labels = np.asarray(resolve_factory(name)(model, case, **opts, **target_opts))
-        return AttackOutcome(
-            condition_name(attack),
-            labels,
-            float(opts.get("eps", 0.0)) * float(model.raw_per_normalized_unit),
-        )
+        return AttackOutcome(condition_name(attack), labels)
     from napari_segeval.attacks import DenseTarget, attack_case
     from napari_segeval.attacks import condition_name as attack_condition
 
@@ -163,7 +137,6 @@ def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
     return AttackOutcome(
         attack_condition(res.params["attack"]),
         np.asarray(res.attacked_prediction),
-        float(res.budget.eps_raw),
         np.asarray(res.perturbed_image, np.float32),
         np.asarray(res.perturbation, np.float32),
     )
@@ -177,11 +150,6 @@ def attack_images(condition: str, perturbed: Any, perturbation: Any) -> dict:
     return {
         str(PredictionKey(condition, kind=k)): v for k, v in zip(IMAGE_KINDS, pair, strict=True)
     }
-
-
-def with_image(case: Any, image: np.ndarray) -> Any:
-    """``case`` with another image on the same grid (an attacked one, a flipped one)."""
-    return dataclasses.replace(case, image=np.asarray(image))
 
 
 def dense_risks(labels, probabilities, structures: Mapping, params: Any, **kw) -> tuple[dict, list]:

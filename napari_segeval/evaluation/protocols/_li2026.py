@@ -192,9 +192,7 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
 
 
 def class_rows(case, model, labels, condition: str, params: UncertaintyParams) -> list[dict]:
-    """The rows of one prediction: each class of the case (else the model), background too with
-    ``include_background``; a class absent from both scores 1; no surface metrics.
-    """
+    """The rows of one prediction: each class (background with ``include_background``)."""
     structures = dict(case.structures or model.structures)
     if params.include_background:
         structures = {0: "background", **structures}

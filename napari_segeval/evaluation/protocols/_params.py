@@ -93,11 +93,11 @@ class Params:
     if TYPE_CHECKING:  # every protocol's record declares it, with its own default
         model: str | None = None
 
-    # What a results folder's browser and a correction read of any run; a record whose
-    # protocol has the parameter overrides the method.
+    # What a results folder's browser and a correction read of any run: the parameter, when
+    # the protocol has it.
     def image_channel(self) -> int:
-        """The image channel the run read (0: the protocol has no ``channel``)."""
-        return 0
+        """The image channel the run read (its ``channel``; 0 when unset or not a parameter)."""
+        return int(getattr(self, "channel", None) or 0)
 
     def run_models(self) -> list[str]:
         """The models of a run of several (``models``), else []."""
@@ -105,7 +105,7 @@ class Params:
 
     def per_frame(self) -> bool:
         """Whether the run's rounds step through a video's frames (``mode=video``)."""
-        return False
+        return getattr(self, "mode", None) == "video"
 
     def propagation_options(self) -> dict[str, Any]:
         """The :class:`~napari_segeval.propagation.PropagationOptions` fields the run set
@@ -115,7 +115,7 @@ class Params:
 
     def mask_prompts(self) -> bool:
         """Whether the run prompted with reference masks (``prompt=mask``)."""
-        return False
+        return getattr(self, "prompt", None) == "mask"
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -137,13 +137,6 @@ class Params:
                     f"(parameters: {', '.join(sorted(names))})"
                 )
         return replace(self, **{k: _json(v) for k, v in values.items()})
-
-    @classmethod
-    def from_mapping(
-        cls: type[P], values: Mapping[str, Any], protocol: str = "", origin: str = ""
-    ) -> P:
-        """The defaults with ``values`` set (unknown names refused, see :meth:`updated`)."""
-        return cls().updated(values, protocol, origin)
 
     @classmethod
     def stored(cls: type[P], values: Mapping[str, Any]) -> P:

@@ -61,14 +61,6 @@ class _Tail(_Head):
     prompts: str | None = None
     precision: str = choice("auto", PRECISION_CHOICES)
 
-    def image_channel(self) -> int:
-        """The ``channel`` parameter."""
-        return self.channel
-
-    def mask_prompts(self) -> bool:
-        """Whether ``prompt`` is ``mask``."""
-        return self.prompt == "mask"
-
     def propagation_options(self) -> dict[str, Any]:
         """``keep_largest``, ``stop_when_empty``, ``connectivity`` and ``decision``."""
         return {
@@ -114,9 +106,7 @@ class _Tail(_Head):
             self.precisions()
 
     def precisions(self) -> dict[str, str]:
-        """The precision each model of the run computes in on this machine
-        (:func:`~napari_segeval.models.registry.precision_of`, which refuses one it cannot).
-        """
+        """The precision each model of the run computes in here (refused when it cannot)."""
         from napari_segeval.models.registry import precision_of
 
         refs: list = (self.models if isinstance(self, Models) else None) or [self.model]

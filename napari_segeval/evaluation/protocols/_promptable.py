@@ -59,9 +59,7 @@ class Prepared:
 
 
 def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
-    """Read a case, pick its round-0 prompts (:func:`~._prompts.round0`), load and configure the
-    model, preprocess; with ``prompts`` a case without reference labels runs too.
-    """
+    """Read a case, pick its round-0 prompts, load and configure the model, preprocess."""
     from napari_segeval.propagation import PropagationOptions
 
     case = C.load_case(spec, channel=int(params.channel), need_labels=params.prompts is None)
@@ -91,14 +89,7 @@ def with_model(prepared: Prepared, params: Promptable) -> Prepared:
 
 
 def ordered_labels(masks: dict, shape: tuple) -> np.ndarray:
-    """The challenge's result map: the masks written in label order (a later one overwrites).
-
-    Examples
-    --------
-    >>> a = np.array([[True, True, False]]); b = np.array([[False, True, True]])
-    >>> ordered_labels({2: b, 1: a}, (1, 3)).tolist()
-    [[1, 2, 2]]
-    """
+    """The challenge's result map: the masks written in label order (a later one overwrites)."""
     out = np.zeros(shape, np.uint16)
     for lab in sorted(masks):
         out[np.asarray(masks[lab], bool)] = lab
@@ -297,9 +288,7 @@ def provenance(rows: list[dict]) -> dict:
 
 
 def protocol(mode: str, **kw: Any) -> Protocol:
-    """A promptable protocol of ``mode`` (``volume`` or ``video``) on this recipe: one model on a
-    case (``run_case``), or several on its same prompts (``run_models``).
-    """
+    """A promptable protocol of ``mode`` (``volume`` or ``video``) on this recipe."""
     run_case, run_models = (
         partial(f, mode=mode) for f in (propagate_and_score, models_on_same_prompts)
     )

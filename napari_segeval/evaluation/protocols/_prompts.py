@@ -70,17 +70,7 @@ def challenge_prompts(labels: np.ndarray, structures: dict[int, str]) -> list:
 
 
 def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
-    """One prompt set per structure: its box, or (``prompt="mask"``) the reference mask of the
-    box's frame.
-
-    Examples
-    --------
-    >>> from napari_segeval.prompts.box import Box
-    >>> lab = np.zeros((2, 4, 4), np.uint8); lab[1, 1:3, 1:3] = 2
-    >>> sets = prompt_sets([Box(1, 1, 3, 3, index=1, label=2)], lab, "mask")
-    >>> sets[2].prompts[0].area, sets[2].frames
-    (4, (1,))
-    """
+    """One prompt set per structure: its box, or (``prompt="mask"``) the mask on the box's frame."""
     from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
 
     if prompt == "mask":
@@ -92,9 +82,7 @@ def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
 
 
 def round0(spec, case: Any, params: Promptable, mode: str) -> tuple[list, dict, dict]:
-    """A case's round-0 ``(boxes, prompt sets, present ids -> names)``: from the reference, or
-    (``prompts``, a folder) from the case's prompts file.
-    """
+    """A case's round-0 ``(boxes, prompt sets, present ids -> names)``, or its prompts file's."""
     if params.prompts is not None:  # the person's prompts, with or without a reference
         return _from_file(spec, params, params.prompts, case, mode)
     structures = structures_to_score(case.structures, case.labels)

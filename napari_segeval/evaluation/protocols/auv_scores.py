@@ -39,13 +39,7 @@ CSV_COLUMNS = (
 
 
 def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str | None, str]:
-    """``(reference, checkpoint, note)``: ``"auto"``/None is MedSAM2 with a checkpoint, else built-in.
-
-    Examples
-    --------
-    >>> resolve_model("auto", None)[0], resolve_model("auto", "m.pt")[:2]
-    ('builtin', ('medsam2', 'm.pt'))
-    """
+    """``(reference, checkpoint, note)``: ``auto``/None: MedSAM2 with a checkpoint, else built-in."""
     ref = model or "auto"
     paper = "MedSAM2 (frozen), as in the paper"
     if ref == "auto" and checkpoint:

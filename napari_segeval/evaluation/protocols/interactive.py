@@ -37,10 +37,6 @@ class _Rounds(P.PromptParams):
     attacks: list = listed()
     slice_choice: str = choice("oracle", SLICE_CHOICES)
 
-    def per_frame(self) -> bool:
-        """Whether ``mode`` is ``video``."""
-        return self.mode == "video"
-
 
 @dataclass(frozen=True)
 class InteractiveParams(Models, _Rounds):
@@ -59,9 +55,7 @@ def review_order(
     skip: Iterable[int] = (),
     rng: np.random.Generator | None = None,
 ) -> list[int]:
-    """The slices a person without the reference looks at, in order (``risk``: flagged first,
-    riskiest first; ``random``: shuffled), among those the structure's risk describes, less ``skip``.
-    """
+    """The slices a person without the reference looks at, in order, less ``skip``."""
     from napari_segeval.evaluation.triage import crop_slices
     from napari_segeval.uncertainty.risk import structure_risk
 
@@ -74,15 +68,7 @@ def review_order(
 
 
 def refine_kind(model: Any, refine_prompt: str) -> str:
-    """``"point"`` or ``"box"``: what the corrections are for this model.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> from napari_segeval.models.base import Capabilities
-    >>> refine_kind(SimpleNamespace(name="m", capabilities=Capabilities()), "auto")
-    'box'
-    """
+    """``"point"`` or ``"box"``: what the corrections are for this model."""
     takes = model.capabilities.points
     if refine_prompt == "auto":
         return "point" if takes else "box"

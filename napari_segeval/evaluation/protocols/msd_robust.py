@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -56,10 +56,6 @@ class _Dense(Params):
         4, "0 (no tta signal) or a whole number >= 2", lambda v: v == 0 or v >= 2, whole=True
     )
 
-    def image_channel(self) -> int:
-        """The ``channel`` parameter (0 when unset)."""
-        return self.channel or 0
-
 
 @dataclass(frozen=True)
 class MsdParams(Models, _Dense):
@@ -75,8 +71,6 @@ def configure(model, params: MsdParams):
     """The model with the protocol's ``mr_minmax`` / ``lesion_mode`` (a copy; None keeps its
     plans); a model whose plans contradict ``mr_minmax`` refuses it.
     """
-    from dataclasses import replace
-
     from napari_segeval.models.dense import DenseModel
 
     minmax, mode = params.mr_minmax, params.lesion_mode
@@ -153,9 +147,7 @@ def _score(case, labels, structures, condition, params) -> list[dict]:
 
 
 def _risk(model, case, params: MsdParams, condition: str, result, structures) -> tuple[dict, list]:
-    """Each structure's risk and the ``slices.csv`` rows of one prediction (the ``tta`` signal
-    from ``risk_tta`` augmented passes of a ``DenseModel``).
-    """
+    """Each structure's risk and the ``slices.csv`` rows of one prediction."""
     from napari_segeval.models.dense import DenseModel
     from napari_segeval.uncertainty.dense import augmented_labels
 
@@ -193,7 +185,7 @@ def run_case(spec, params: MsdParams) -> CaseOutput:
             images.update(D.attack_images(a.condition, a.perturbed, a.perturbation))
         rows += _score(case, a.labels, structures, a.condition, params)
         if with_risk and a.perturbed is not None:
-            attacked = D.with_image(case, a.perturbed)
+            attacked = replace(case, image=a.perturbed)  # the attacked image, same grid
             res = D.segment(model, attacked, params, probabilities=True)
             risks[a.condition], more = _risk(model, attacked, params, a.condition, res, structures)
             slices += more

@@ -58,10 +58,6 @@ class UncertaintyParams(Params):
     train_width: int = 8
     threads: int = 1
 
-    def image_channel(self) -> int:
-        """The ``channel`` parameter."""
-        return self.channel
-
     def check(self) -> None:
         """The fields' rules, and the old score name ``auv`` refused with its new name."""
         super().check()
@@ -91,16 +87,7 @@ def prepare(specs, params: UncertaintyParams, output_dir) -> None:
 
 
 def case_uncertainty(score: str, probabilities: np.ndarray, labels: np.ndarray) -> float:
-    """The selective analysis' per-case score of ``probabilities`` ``(K, *spatial)``.
-
-    Examples
-    --------
-    >>> p = np.stack([np.full((2, 2), 0.5), np.full((2, 2), 0.5)])
-    >>> case_uncertainty("entropy-band", p, np.zeros((2, 2), int))
-    1.0
-    >>> case_uncertainty("entropy", p, np.ones((2, 2), int))
-    1.0
-    """
+    """The selective analysis' per-case score of ``probabilities`` ``(K, *spatial)``."""
     if score == "auv":
         raise SegEvalError(_AUV_RENAMED)
     if score == "entropy-band":
@@ -125,16 +112,7 @@ def run_case(spec, params: UncertaintyParams) -> CaseOutput:
 
 
 def dice_vs_uncertainty(rows: list[dict]) -> dict:
-    """Correlation of the per-case mean foreground Dice with the case's uncertainty.
-
-    Examples
-    --------
-    >>> rows = [{"case": c, "condition": "clean", "structure": s, "dice": d, "uncertainty": u}
-    ...         for c, d, u in [("a", .9, .1), ("b", .5, .6), ("c", .7, .3)]
-    ...         for s in ("background", "x")]
-    >>> dice_vs_uncertainty(rows)["spearman"]
-    -1.0
-    """
+    """Correlation of the per-case mean foreground Dice with the case's uncertainty."""
     from napari_segeval.evaluation.summary import dice_and_uncertainty
     from napari_segeval.uncertainty import correlation
 
