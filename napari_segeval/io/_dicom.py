@@ -21,7 +21,7 @@ from napari_segeval.io._dicom_geometry import (
     photometric,
     samples_stored,
 )
-from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, series_of
+from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, scan
 from napari_segeval.io._formats import Raw
 from napari_segeval.io._quiet import one_line_errors, quiet
 
@@ -236,25 +236,19 @@ def _to_raw(info: SeriesInfo, where: Path) -> Raw:
 def read_dicom(path: str | Path, series: str | None = None) -> Raw:
     """Read a DICOM file, folder or DICOMDIR export (one stack: the largest, or ``series``)."""
     p = Path(path)
-    found = _dicom_files.find(p)
-    if not found.headers:
-        if found.broken:
-            raise ReadError(found.broken[0])
-        what = found.nothing()
-        raise ReadError(f"{p}: {what.split(': ', 1)[-1] if p.is_file() else what}")
-    stacks, bad_headers = series_of(found.headers)
-    broken = found.broken + bad_headers
+    stacks, skipped, broken = scan(p)
     if broken:
         if p.is_file():
             raise ReadError(broken[0])
+        n_files = len(broken) + len({u.path for s in stacks for u in s.units})
         raise ReadError(
-            f"{p}: {len(broken)} of {len(found.broken) + len(found.headers)} DICOM files "
+            f"{p}: {len(broken)} of {n_files} DICOM files "
             f"cannot be read (truncated or corrupt files), e.g. {broken[0]}"
         )
     info = choose(stacks, series, p)
     raw = _to_raw(info, p)
     raw.meta["n_series"] = len(stacks)
-    if found.via_dicomdir:
+    if _dicom_files.dicomdir_of(p) is not None:
         raw.meta["dicomdir"] = True
     if len(stacks) > 1 and series is None:
         others = len(stacks) - 1
@@ -265,6 +259,6 @@ def read_dicom(path: str | Path, series: str | None = None) -> Raw:
             f"{len(stacks)}; {others} other{'s' if others > 1 else ''} listed by "
             f"'segeval inspect' (choose with --series)"
         )
-    if found.skipped:
-        raw.meta["skipped"] = list(found.skipped)
+    if skipped:
+        raw.meta["skipped"] = skipped
     return raw

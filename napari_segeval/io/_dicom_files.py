@@ -86,11 +86,6 @@ class Found:
     headers: list = field(default_factory=list)  # (path, dataset) of image objects
     skipped: list[str] = field(default_factory=list)  # one line per non-image object
     broken: list[str] = field(default_factory=list)  # one line per unreadable file
-    via_dicomdir: bool = False
-
-    def nothing(self) -> str:
-        """Why no image was found (the first object skipped, else none at all)."""
-        return self.skipped[0] if self.skipped else "no DICOM images found"
 
 
 def dicomdir_of(path: Path) -> Path | None:
@@ -124,23 +119,21 @@ def _dicomdir_files(dicomdir: Path) -> list[Path]:
     return files
 
 
-def candidates(path: Path) -> tuple[list[Path], bool]:
-    """DICOM files to consider for ``path`` (a file, a folder or a DICOMDIR) and
-    whether a DICOMDIR listed them."""
+def candidates(path: Path) -> list[Path]:
+    """DICOM files to consider for ``path`` (a file, a folder or a DICOMDIR)."""
     dicomdir = dicomdir_of(path)
     if dicomdir is not None:
-        return _dicomdir_files(dicomdir), True
+        return _dicomdir_files(dicomdir)
     if path.is_file():
-        return [path], False
+        return [path]
     files = sorted(p for p in path.iterdir() if p.is_file() and p.name.upper() != "DICOMDIR")
-    return [p for p in files if p.name.lower().endswith(DICOM_SUFFIXES) or sniff(p)], False
+    return [p for p in files if p.name.lower().endswith(DICOM_SUFFIXES) or sniff(p)]
 
 
 def find(path: Path) -> Found:
     """Parse the header of every DICOM file for ``path`` (see :func:`candidates`)."""
-    files, via = candidates(path)
-    found = Found(via_dicomdir=via)
-    for f in files:
+    found = Found()
+    for f in candidates(path):
         try:
             ds = load(f)
         except ReadError as exc:

@@ -196,7 +196,10 @@ def scan(path: str | Path) -> tuple[list[SeriesInfo], list[str], list[str]]:
     p = Path(path)
     found = _dicom_files.find(p)
     if not found.headers:
-        raise ReadError(found.broken[0] if found.broken else f"{p}: {found.nothing()}")
+        if found.broken:
+            raise ReadError(found.broken[0])
+        what = found.skipped[0] if found.skipped else "no DICOM images found"
+        raise ReadError(f"{p}: {what.split(': ', 1)[-1] if p.is_file() else what}")
     series, broken = series_of(found.headers)
     return series, list(found.skipped), list(found.broken) + broken
 
