@@ -12,6 +12,7 @@ import numpy as np
 
 from napari_segeval._errors import ReadError
 from napari_segeval.io import _dicom_files
+from napari_segeval.io._dicom_files import PIXEL_ELEMENTS
 from napari_segeval.io._dicom_geometry import (
     PALETTE,
     is_colour,
@@ -22,7 +23,7 @@ from napari_segeval.io._dicom_geometry import (
     samples_stored,
 )
 from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, scan
-from napari_segeval.io._formats import Raw
+from napari_segeval.io._formats import Raw, is_gz_dicom, sniff
 from napari_segeval.io._quiet import one_line_errors, quiet
 
 
@@ -90,11 +91,8 @@ def describe_pixels(ds) -> str:
     return f"{pi}{colour}, {ts.name}{by}"
 
 
-_PIXEL_ELEMENTS = ("PixelData", "FloatPixelData", "DoubleFloatPixelData")
-
-
 def _native(ds, path: Path, frames: int, compressed: bool = False) -> np.ndarray:
-    name = next(k for k in _PIXEL_ELEMENTS if k in ds)
+    name = next(k for k in PIXEL_ELEMENTS if k in ds)
     have, want = len(ds[name].value), _expected_bytes(ds, frames)
     if not compressed and (have < want or have > want + 1):
         raise ReadError(
@@ -111,7 +109,7 @@ def _gdcm(ds, path: Path) -> np.ndarray:
 
     with quiet(native=True), tempfile.TemporaryDirectory(prefix="segeval-dcm-") as tmp:
         src = path
-        if _dicom_files.is_gz_dicom(path) or not _dicom_files.sniff(path, preamble=True):
+        if is_gz_dicom(path) or not sniff(path, preamble=True):
             src = Path(tmp) / "image.dcm"
             ds.save_as(src, enforce_file_format=True)
         with one_line_errors(
@@ -127,11 +125,11 @@ def _with_pixels(header, path: Path):
     """A shallow copy of a scanned header with its pixel data read (dropped again by decode)."""
     import copy
 
-    if not any(k in header for k in _PIXEL_ELEMENTS):
+    if not any(k in header for k in PIXEL_ELEMENTS):
         return _dicom_files.load(path, pixels=True)
     ds = copy.copy(header)
     with quiet(), one_line_errors(f"{path}: cannot read DICOM pixel data"):
-        for name in _PIXEL_ELEMENTS:
+        for name in PIXEL_ELEMENTS:
             if name in ds:
                 _ = ds[name].value
     return ds
@@ -167,7 +165,7 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
             f"{path}: header and pixel data disagree: the header says "
             f"{_header_shape(ds, frames)}, the pixel data decode to {arr.shape}"
         )
-    for name in _PIXEL_ELEMENTS:  # the copy shares the scanned header's elements: drop the bytes
+    for name in PIXEL_ELEMENTS:  # the copy shares the scanned header's elements: drop the bytes
         if name in ds:
             del ds[name]
     return arr, applied
