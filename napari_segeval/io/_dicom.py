@@ -30,8 +30,7 @@ from napari_segeval.io._quiet import one_line_errors, quiet
 def _transfer_syntax(ds):
     from pydicom.uid import UID, ExplicitVRBigEndian, ExplicitVRLittleEndian, ImplicitVRLittleEndian
 
-    meta = getattr(ds, "file_meta", None)
-    ts = meta.get("TransferSyntaxUID") if meta is not None else None
+    ts = getattr(ds, "file_meta", {}).get("TransferSyntaxUID")
     if ts:
         return UID(str(ts))
     implicit, little = getattr(ds, "original_encoding", (True, True))  # (None, None): made here
@@ -148,10 +147,7 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
     if ts.is_compressed and not _pydicom_decodes(ds, ts):
         arr, applied = _gdcm(ds, path), True  # GDCM applies the palette too
     else:
-        if getattr(ds, "file_meta", None) is None:
-            from pydicom.dataset import FileMetaDataset
-
-            ds.file_meta = FileMetaDataset()
+        ds.ensure_file_meta()
         ds.file_meta.TransferSyntaxUID = ts
         arr, applied = _native(ds, path, frames, ts.is_compressed), False
         if photometric(ds) == PALETTE:
