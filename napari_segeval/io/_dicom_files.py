@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from napari_segeval._errors import ReadError
@@ -45,15 +44,6 @@ def load(path: Path, pixels: bool = False):
             raise ReadError(f"{path}: DICOM file is truncated or corrupt ({notes[0]})")
         raise ReadError(f"{path}: not a DICOM file (no DICOM header found)")
     return ds
-
-
-@dataclass
-class Found:
-    """DICOM files found under a path: parsed headers and files skipped (with why)."""
-
-    headers: list = field(default_factory=list)  # (path, dataset) of image objects
-    skipped: list[str] = field(default_factory=list)  # one line per non-image object
-    broken: list[str] = field(default_factory=list)  # one line per unreadable file
 
 
 def dicomdir_of(path: Path) -> Path | None:
@@ -98,20 +88,21 @@ def candidates(path: Path) -> list[Path]:
     return [p for p in files if suffix(p) in DICOM_LIKE or sniff(p)]
 
 
-def find(path: Path) -> Found:
-    """Parse the header of every DICOM file for ``path`` (see :func:`candidates`)."""
-    found = Found()
+def find(path: Path) -> tuple[list, list[str], list[str]]:
+    """Parse the header of every DICOM file for ``path`` (see :func:`candidates`): the
+    ``(path, dataset)`` of image objects, and one line per non-image object and unreadable file."""
+    headers, skipped, broken = [], [], []
     for f in candidates(path):
         try:
             ds = load(f)
         except ReadError as exc:
-            found.broken.append(str(exc))
+            broken.append(str(exc))
             continue
         if any(k in ds for k in PIXEL_ELEMENTS):
-            found.headers.append((f, ds))
+            headers.append((f, ds))
         else:
-            found.skipped.append(f"{f.name}: {not_image_reason(ds)}")
-    return found
+            skipped.append(f"{f.name}: {not_image_reason(ds)}")
+    return headers, skipped, broken
 
 
 def not_image_reason(ds) -> str:
