@@ -25,6 +25,8 @@ DICOM_LIKE = (".dcm", ".dicom", *DICOM_GZ)
 #: what data-set layouts list as images and labels. DICOM slices are left out
 #: (a DICOM series is a folder).
 IMAGE_SUFFIXES = NIFTI + ITK + ITK_READ_ONLY + RASTER + VIDEO
+#: Every suffix a reader takes (an Analyze ``.img`` beside its ``.hdr`` included).
+SUPPORTED = NIFTI + ITK + ITK_READ_ONLY + (".img",) + DICOM_LIKE + VIDEO + RASTER
 
 
 def suffix(path: str | Path) -> str:

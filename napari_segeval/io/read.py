@@ -23,22 +23,10 @@ from napari_segeval.io._dataset_json import (
     load_dataset_json,
     structure_names,
 )
-from napari_segeval.io._formats import (
-    DICOM_LIKE,
-    ITK,
-    ITK_READ_ONLY,
-    NIFTI,
-    RASTER,
-    VIDEO,
-    Raw,
-    kind,
-    suffix,
-)
+from napari_segeval.io._formats import SUPPORTED, Raw, kind, suffix
 from napari_segeval.io._nan import nan_count
 from napari_segeval.io._validate import as_labels, check_image, check_same_grid
 from napari_segeval.io.case import MODALITIES, Case, Geometry
-
-SUPPORTED = NIFTI + ITK + ITK_READ_ONLY + (".img",) + DICOM_LIKE + VIDEO + RASTER
 
 #: Formats that hold no image on a grid, refused with a one-line reason.
 NOT_GRIDS = {
