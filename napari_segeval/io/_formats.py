@@ -115,13 +115,20 @@ def folder_kind(folder: Path) -> str | None:
     return None
 
 
+def analyze_header(img: Path) -> Path | None:
+    """The ``.hdr`` (or ``.HDR``) beside an Analyze 7.5 or NIfTI-pair ``.img`` (None: none)."""
+    return next(
+        (h for h in (img.with_suffix(".hdr"), img.with_suffix(".HDR")) if h.is_file()), None
+    )
+
+
 def kind(path: str | Path) -> str | None:
     """Reader family for ``path``: nifti, itk, dicom, video, raster, dicom-folder, frames."""
     p = Path(path)
     if p.is_dir():
         return {"dicom": "dicom-folder", "frames": "frames"}.get(folder_kind(p) or "")
     ext = suffix(p)
-    if ext == ".img" and (p.with_suffix(".hdr").is_file() or p.with_suffix(".HDR").is_file()):
+    if ext == ".img" and analyze_header(p) is not None:
         return "itk"  # the data half of an Analyze 7.5 / NIfTI pair
     if p.name.upper() == "DICOMDIR":
         return "dicom-folder"
