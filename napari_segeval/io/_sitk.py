@@ -14,14 +14,6 @@ from napari_segeval.io._quiet import quiet, reason
 from napari_segeval.io.case import Geometry
 
 
-def geometry_of(img, path: Path | str = "image") -> Geometry:
-    """Geometry of a SimpleITK image (spacing reversed to array order)."""
-    try:
-        return Geometry(img.GetSpacing()[::-1], img.GetOrigin(), img.GetDirection())
-    except ValueError as exc:
-        raise InvalidImageError(f"{path}: invalid geometry in the header ({exc})") from exc
-
-
 def _time_split(g: Geometry) -> bool:
     """True when the slowest (4th ITK) axis of a 4D geometry is orthogonal to the others."""
     d = g.direction_matrix
@@ -41,7 +33,10 @@ def to_raw(img, path: Path) -> Raw:
     import SimpleITK as sitk
 
     arr = sitk.GetArrayFromImage(img)
-    g = geometry_of(img, path)
+    try:  # spacing reversed to array order
+        g = Geometry(img.GetSpacing()[::-1], img.GetOrigin(), img.GetDirection())
+    except ValueError as exc:
+        raise InvalidImageError(f"{path}: invalid geometry in the header ({exc})") from exc
     ncomp = img.GetNumberOfComponentsPerPixel()
     dim = img.GetDimension()
     if dim == 4 and arr.shape[0] == 1:
