@@ -13,13 +13,17 @@ import numpy as np
 from napari_segeval._errors import InvalidLabelsError, ReadError
 
 _MR_NAMES = {"MR", "MRI", "T1", "T1W", "T1GD", "T1C", "T2", "T2W", "FLAIR", "ADC", "DWI", "PD"}
+#: Modality names of DICOM (0008,0060) and dataset.json -> ours (MR sequences: _MR_NAMES).
 _NAMES = {
     "CT": "CT",
+    "MR": "MR",
     "US": "US",
     "ULTRASOUND": "US",
-    "PET": "PET",
     "PT": "PET",
+    "PET": "PET",
+    "ES": "endoscopy",
     "ENDOSCOPY": "endoscopy",
+    "DMS": "dermoscopy",
     "DERMOSCOPY": "dermoscopy",
 }
 
@@ -165,22 +169,11 @@ def load_color_table(path: str | Path) -> dict:
     return parse_json_color_table(data, p)
 
 
-#: DICOM Modality (0008,0060) -> our modality names.
-DICOM_MODALITIES = {
-    "CT": "CT",
-    "MR": "MR",
-    "US": "US",
-    "PT": "PET",
-    "ES": "endoscopy",
-    "DMS": "dermoscopy",
-}
-
-
 def from_dicom(tag: str | None) -> str | None:
     """Map a DICOM Modality value to ours (``None`` when absent)."""
     if not tag:
         return None
-    return DICOM_MODALITIES.get(tag.strip().upper(), "other")
+    return _NAMES.get(tag.strip().upper(), "other")
 
 
 def guess_modality(image: np.ndarray, axes: str) -> str:

@@ -12,6 +12,7 @@ import numpy as np
 
 from napari_segeval._errors import ReadError
 from napari_segeval.io import _dicom_files
+from napari_segeval.io._dicom_files import PIXEL_ELEMENTS
 from napari_segeval.io._dicom_geometry import (
     PALETTE,
     is_colour,
@@ -21,16 +22,15 @@ from napari_segeval.io._dicom_geometry import (
     photometric,
     samples_stored,
 )
-from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, series_of
-from napari_segeval.io._formats import Raw
+from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, scan
+from napari_segeval.io._formats import Raw, is_gz_dicom, sniff
 from napari_segeval.io._quiet import one_line_errors, quiet
 
 
 def _transfer_syntax(ds):
     from pydicom.uid import UID, ExplicitVRBigEndian, ExplicitVRLittleEndian, ImplicitVRLittleEndian
 
-    meta = getattr(ds, "file_meta", None)
-    ts = meta.get("TransferSyntaxUID") if meta is not None else None
+    ts = getattr(ds, "file_meta", {}).get("TransferSyntaxUID")
     if ts:
         return UID(str(ts))
     implicit, little = getattr(ds, "original_encoding", (True, True))  # (None, None): made here
@@ -90,11 +90,8 @@ def describe_pixels(ds) -> str:
     return f"{pi}{colour}, {ts.name}{by}"
 
 
-_PIXEL_ELEMENTS = ("PixelData", "FloatPixelData", "DoubleFloatPixelData")
-
-
 def _native(ds, path: Path, frames: int, compressed: bool = False) -> np.ndarray:
-    name = next(k for k in _PIXEL_ELEMENTS if k in ds)
+    name = next(k for k in PIXEL_ELEMENTS if k in ds)
     have, want = len(ds[name].value), _expected_bytes(ds, frames)
     if not compressed and (have < want or have > want + 1):
         raise ReadError(
@@ -111,7 +108,7 @@ def _gdcm(ds, path: Path) -> np.ndarray:
 
     with quiet(native=True), tempfile.TemporaryDirectory(prefix="segeval-dcm-") as tmp:
         src = path
-        if _dicom_files.is_gz_dicom(path) or not _dicom_files.sniff(path, preamble=True):
+        if is_gz_dicom(path) or not sniff(path, preamble=True):
             src = Path(tmp) / "image.dcm"
             ds.save_as(src, enforce_file_format=True)
         with one_line_errors(
@@ -127,11 +124,11 @@ def _with_pixels(header, path: Path):
     """A shallow copy of a scanned header with its pixel data read (dropped again by decode)."""
     import copy
 
-    if not any(k in header for k in _PIXEL_ELEMENTS):
+    if not any(k in header for k in PIXEL_ELEMENTS):
         return _dicom_files.load(path, pixels=True)
     ds = copy.copy(header)
     with quiet(), one_line_errors(f"{path}: cannot read DICOM pixel data"):
-        for name in _PIXEL_ELEMENTS:
+        for name in PIXEL_ELEMENTS:
             if name in ds:
                 _ = ds[name].value
     return ds
@@ -150,10 +147,7 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
     if ts.is_compressed and not _pydicom_decodes(ds, ts):
         arr, applied = _gdcm(ds, path), True  # GDCM applies the palette too
     else:
-        if getattr(ds, "file_meta", None) is None:
-            from pydicom.dataset import FileMetaDataset
-
-            ds.file_meta = FileMetaDataset()
+        ds.ensure_file_meta()
         ds.file_meta.TransferSyntaxUID = ts
         arr, applied = _native(ds, path, frames, ts.is_compressed), False
         if photometric(ds) == PALETTE:
@@ -167,7 +161,7 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
             f"{path}: header and pixel data disagree: the header says "
             f"{_header_shape(ds, frames)}, the pixel data decode to {arr.shape}"
         )
-    for name in _PIXEL_ELEMENTS:  # the copy shares the scanned header's elements: drop the bytes
+    for name in PIXEL_ELEMENTS:  # the copy shares the scanned header's elements: drop the bytes
         if name in ds:
             del ds[name]
     return arr, applied
@@ -236,25 +230,19 @@ def _to_raw(info: SeriesInfo, where: Path) -> Raw:
 def read_dicom(path: str | Path, series: str | None = None) -> Raw:
     """Read a DICOM file, folder or DICOMDIR export (one stack: the largest, or ``series``)."""
     p = Path(path)
-    found = _dicom_files.find(p)
-    if not found.headers:
-        if found.broken:
-            raise ReadError(found.broken[0])
-        what = found.nothing()
-        raise ReadError(f"{p}: {what.split(': ', 1)[-1] if p.is_file() else what}")
-    stacks, bad_headers = series_of(found.headers)
-    broken = found.broken + bad_headers
+    stacks, skipped, broken = scan(p)
     if broken:
         if p.is_file():
             raise ReadError(broken[0])
+        n_files = len(broken) + len({u.path for s in stacks for u in s.units})
         raise ReadError(
-            f"{p}: {len(broken)} of {len(found.broken) + len(found.headers)} DICOM files "
+            f"{p}: {len(broken)} of {n_files} DICOM files "
             f"cannot be read (truncated or corrupt files), e.g. {broken[0]}"
         )
     info = choose(stacks, series, p)
     raw = _to_raw(info, p)
     raw.meta["n_series"] = len(stacks)
-    if found.via_dicomdir:
+    if _dicom_files.dicomdir_of(p) is not None:
         raw.meta["dicomdir"] = True
     if len(stacks) > 1 and series is None:
         others = len(stacks) - 1
@@ -265,6 +253,6 @@ def read_dicom(path: str | Path, series: str | None = None) -> Raw:
             f"{len(stacks)}; {others} other{'s' if others > 1 else ''} listed by "
             f"'segeval inspect' (choose with --series)"
         )
-    if found.skipped:
-        raw.meta["skipped"] = list(found.skipped)
+    if skipped:
+        raw.meta["skipped"] = skipped
     return raw

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import io
-import struct
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from napari_segeval._errors import ReadError
+from napari_segeval.io._formats import DICOM_LIKE, is_gz_dicom, sniff, suffix
 from napari_segeval.io._gzip import gunzip
 from napari_segeval.io._quiet import one_line_errors, quiet
 
-GZ_SUFFIXES = (".dcm.gz", ".dicom.gz")
-DICOM_SUFFIXES = (".dcm", ".dicom") + GZ_SUFFIXES
+#: Elements that hold an image's pixels.
+PIXEL_ELEMENTS = ("PixelData", "FloatPixelData", "DoubleFloatPixelData")
 
 #: DICOM objects that carry no image on a grid, by Modality.
 NOT_IMAGES = {
@@ -25,38 +24,6 @@ NOT_IMAGES = {
     "REG": "a registration",
     "DOC": "an encapsulated document",
 }
-
-
-def is_gz_dicom(path: str | Path) -> bool:
-    return Path(path).name.lower().endswith(GZ_SUFFIXES)
-
-
-def _no_preamble(head: bytes) -> bool:
-    if len(head) < 8 or head[0:2] not in (b"\x02\x00", b"\x08\x00"):
-        return False
-    (element,) = struct.unpack("<H", head[2:4])
-    if element > 0x0120:
-        return False
-    vr = head[4:6]
-    if vr.isalpha() and vr.isupper():
-        return True
-    (length,) = struct.unpack("<I", head[4:8])
-    return 0 < length < 4096
-
-
-def sniff(path: str | Path, preamble: bool = False) -> bool:
-    """True when ``path`` looks like a DICOM file (marker, preamble-less start, or .dcm.gz);
-    with ``preamble``, only when it has the ``DICM`` marker at byte 128.
-    """
-    p = Path(path)
-    if is_gz_dicom(p) and not preamble:
-        return p.is_file()
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(132)
-    except OSError:
-        return False
-    return head[128:132] == b"DICM" or (not preamble and _no_preamble(head))
 
 
 def load(path: Path, pixels: bool = False):
@@ -77,20 +44,6 @@ def load(path: Path, pixels: bool = False):
             raise ReadError(f"{path}: DICOM file is truncated or corrupt ({notes[0]})")
         raise ReadError(f"{path}: not a DICOM file (no DICOM header found)")
     return ds
-
-
-@dataclass
-class Found:
-    """DICOM files found under a path: parsed headers and files skipped (with why)."""
-
-    headers: list = field(default_factory=list)  # (path, dataset) of image objects
-    skipped: list[str] = field(default_factory=list)  # one line per non-image object
-    broken: list[str] = field(default_factory=list)  # one line per unreadable file
-    via_dicomdir: bool = False
-
-    def nothing(self) -> str:
-        """Why no image was found (the first object skipped, else none at all)."""
-        return self.skipped[0] if self.skipped else "no DICOM images found"
 
 
 def dicomdir_of(path: Path) -> Path | None:
@@ -124,33 +77,32 @@ def _dicomdir_files(dicomdir: Path) -> list[Path]:
     return files
 
 
-def candidates(path: Path) -> tuple[list[Path], bool]:
-    """DICOM files to consider for ``path`` (a file, a folder or a DICOMDIR) and
-    whether a DICOMDIR listed them."""
+def candidates(path: Path) -> list[Path]:
+    """DICOM files to consider for ``path`` (a file, a folder or a DICOMDIR)."""
     dicomdir = dicomdir_of(path)
     if dicomdir is not None:
-        return _dicomdir_files(dicomdir), True
+        return _dicomdir_files(dicomdir)
     if path.is_file():
-        return [path], False
+        return [path]
     files = sorted(p for p in path.iterdir() if p.is_file() and p.name.upper() != "DICOMDIR")
-    return [p for p in files if p.name.lower().endswith(DICOM_SUFFIXES) or sniff(p)], False
+    return [p for p in files if suffix(p) in DICOM_LIKE or sniff(p)]
 
 
-def find(path: Path) -> Found:
-    """Parse the header of every DICOM file for ``path`` (see :func:`candidates`)."""
-    files, via = candidates(path)
-    found = Found(via_dicomdir=via)
-    for f in files:
+def find(path: Path) -> tuple[list, list[str], list[str]]:
+    """Parse the header of every DICOM file for ``path`` (see :func:`candidates`): the
+    ``(path, dataset)`` of image objects, and one line per non-image object and unreadable file."""
+    headers, skipped, broken = [], [], []
+    for f in candidates(path):
         try:
             ds = load(f)
         except ReadError as exc:
-            found.broken.append(str(exc))
+            broken.append(str(exc))
             continue
-        if "PixelData" in ds or "FloatPixelData" in ds or "DoubleFloatPixelData" in ds:
-            found.headers.append((f, ds))
+        if any(k in ds for k in PIXEL_ELEMENTS):
+            headers.append((f, ds))
         else:
-            found.skipped.append(f"{f.name}: {not_image_reason(ds)}")
-    return found
+            skipped.append(f"{f.name}: {not_image_reason(ds)}")
+    return headers, skipped, broken
 
 
 def not_image_reason(ds) -> str:

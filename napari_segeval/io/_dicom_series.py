@@ -194,11 +194,14 @@ def list_series(path: str | Path) -> list[SeriesInfo]:
 def scan(path: str | Path) -> tuple[list[SeriesInfo], list[str], list[str]]:
     """:func:`list_series` plus the files skipped (not images) and unreadable, one line each."""
     p = Path(path)
-    found = _dicom_files.find(p)
-    if not found.headers:
-        raise ReadError(found.broken[0] if found.broken else f"{p}: {found.nothing()}")
-    series, broken = series_of(found.headers)
-    return series, list(found.skipped), list(found.broken) + broken
+    headers, skipped, broken = _dicom_files.find(p)
+    if not headers:
+        if broken:
+            raise ReadError(broken[0])
+        what = skipped[0] if skipped else "no DICOM images found"
+        raise ReadError(f"{p}: {what.split(': ', 1)[-1] if p.is_file() else what}")
+    series, bad_headers = series_of(headers)
+    return series, skipped, broken + bad_headers
 
 
 def choose(series: list[SeriesInfo], wanted: str | None, where: Path) -> SeriesInfo:

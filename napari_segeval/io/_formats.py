@@ -12,24 +12,27 @@ from napari_segeval.io.case import Geometry
 
 NIFTI = (".nii", ".nii.gz")
 ITK = (".mha", ".mhd", ".nrrd", ".nhdr")
-DICOM = (".dcm", ".dicom")
 VIDEO = (".mp4", ".avi", ".mov", ".mkv")
 RASTER = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
 WRITABLE = (".nii", ".nii.gz", ".mha", ".mhd", ".nrrd")
 #: Read through SimpleITK only: Analyze 7.5 (.hdr + .img) and MINC2.
 ITK_READ_ONLY = (".hdr", ".mnc")
+#: Gzipped DICOM names.
+DICOM_GZ = (".dcm.gz", ".dicom.gz")
 #: DICOM names, gzipped DICOM included.
-DICOM_LIKE = DICOM + (".dcm.gz", ".dicom.gz")
+DICOM_LIKE = (".dcm", ".dicom", *DICOM_GZ)
 #: Suffixes of single files that hold a whole case (volume, video or 2D image):
 #: what data-set layouts list as images and labels. DICOM slices are left out
 #: (a DICOM series is a folder).
 IMAGE_SUFFIXES = NIFTI + ITK + ITK_READ_ONLY + RASTER + VIDEO
+#: Every suffix a reader takes (an Analyze ``.img`` beside its ``.hdr`` included).
+SUPPORTED = NIFTI + ITK + ITK_READ_ONLY + (".img",) + DICOM_LIKE + VIDEO + RASTER
 
 
 def suffix(path: str | Path) -> str:
     """Lower-case extension, with ``.nii.gz`` kept whole."""
     name = Path(path).name.lower()
-    for double in (".nii.gz", ".dcm.gz", ".dicom.gz"):
+    for double in (".nii.gz", *DICOM_GZ):
         if name.endswith(double):
             return double
     return Path(name).suffix
@@ -67,10 +70,38 @@ def frame_files(folder: Path) -> list[Path]:
     return sorted(files, key=lambda p: natural_key(p.name))
 
 
+def is_gz_dicom(path: str | Path) -> bool:
+    return suffix(path) in DICOM_GZ
+
+
+def _no_preamble(head: bytes) -> bool:
+    if len(head) < 8 or head[0:2] not in (b"\x02\x00", b"\x08\x00"):
+        return False
+    if int.from_bytes(head[2:4], "little") > 0x0120:
+        return False
+    vr = head[4:6]
+    if vr.isalpha() and vr.isupper():
+        return True
+    return 0 < int.from_bytes(head[4:8], "little") < 4096  # implicit VR: a length
+
+
+def sniff(path: str | Path, preamble: bool = False) -> bool:
+    """True when ``path`` looks like a DICOM file (marker, preamble-less start, or .dcm.gz);
+    with ``preamble``, only when it has the ``DICM`` marker at byte 128.
+    """
+    p = Path(path)
+    if is_gz_dicom(p) and not preamble:
+        return p.is_file()
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(132)
+    except OSError:
+        return False
+    return head[128:132] == b"DICM" or (not preamble and _no_preamble(head))
+
+
 def folder_kind(folder: Path) -> str | None:
     """``"dicom"``, ``"frames"`` or None for a folder we cannot read."""
-    from napari_segeval.io._dicom_files import sniff
-
     try:
         files = [p for p in folder.iterdir() if p.is_file()]
     except OSError:
@@ -84,15 +115,20 @@ def folder_kind(folder: Path) -> str | None:
     return None
 
 
+def analyze_header(img: Path) -> Path | None:
+    """The ``.hdr`` (or ``.HDR``) beside an Analyze 7.5 or NIfTI-pair ``.img`` (None: none)."""
+    return next(
+        (h for h in (img.with_suffix(".hdr"), img.with_suffix(".HDR")) if h.is_file()), None
+    )
+
+
 def kind(path: str | Path) -> str | None:
     """Reader family for ``path``: nifti, itk, dicom, video, raster, dicom-folder, frames."""
-    from napari_segeval.io._dicom_files import sniff
-
     p = Path(path)
     if p.is_dir():
         return {"dicom": "dicom-folder", "frames": "frames"}.get(folder_kind(p) or "")
     ext = suffix(p)
-    if ext == ".img" and (p.with_suffix(".hdr").is_file() or p.with_suffix(".HDR").is_file()):
+    if ext == ".img" and analyze_header(p) is not None:
         return "itk"  # the data half of an Analyze 7.5 / NIfTI pair
     if p.name.upper() == "DICOMDIR":
         return "dicom-folder"

@@ -88,20 +88,14 @@ def _load_gz(path: Path):
 
 def _intent_code(path: Path) -> int:
     """The header's intent code, read before nibabel picks an image class (0 if unknown)."""
-    import gzip
-    import io
-
-    from nibabel.nifti1 import Nifti1Header
-    from nibabel.nifti2 import Nifti2Header
+    from napari_segeval.io._gzip import open_gzip
 
     try:
-        opener = gzip.open if str(path).lower().endswith(".gz") else open
-        with opener(path, "rb") as fh:
+        with open_gzip(path) if str(path).lower().endswith(".gz") else open(path, "rb") as fh:
             head = fh.read(540)
-        size = int.from_bytes(head[:4], "little")
-        size = size if size in (348, 540) else int.from_bytes(head[:4], "big")
-        klass = {348: Nifti1Header, 540: Nifti2Header}[size]  # another size: KeyError, so 0
-        return int(klass.from_fileobj(io.BytesIO(head), check=False)["intent_code"])
+        klass = _nifti_class(head).header_class
+        header = klass(head[: klass.template_dtype.itemsize], check=False)
+        return int(header["intent_code"]) if header["sizeof_hdr"] in (348, 540) else 0
     except Exception:  # noqa: BLE001 - a short or odd header is reported by the real read
         return 0
 
@@ -152,6 +146,20 @@ def read_nifti(path: Path) -> Raw:
     )
 
 
+def nifti_image(array: np.ndarray, geometry: Geometry):
+    """NIfTI-1 image of ``array`` (slowest axis first) on ``geometry``: qform = sform code 1, mm."""
+    import nibabel as nib
+
+    affine = affine_from_geometry(geometry)
+    if geometry.plane is not None:  # a slice placed in 3D: (X, Y, 1) with its affine
+        array = array[None]
+    img = nib.Nifti1Image(np.transpose(array), affine)  # (t, z, y, x) -> (x, y, z, t) too
+    img.set_sform(affine, code=1)
+    img.set_qform(affine, code=1)
+    img.header.set_xyzt_units("mm")
+    return img
+
+
 def write_nifti(path: Path, array: np.ndarray, geometry: Geometry) -> None:
     """Write ``array`` (slowest axis first) with ``geometry`` to ``path`` (.nii/.nii.gz)."""
     import nibabel as nib
@@ -161,11 +169,4 @@ def write_nifti(path: Path, array: np.ndarray, geometry: Geometry) -> None:
             f"{path}: NIfTI cannot store a colour axis (array {array.shape}, "
             f"{geometry.ndim}D geometry); write .mha or .nrrd instead"
         )
-    affine = affine_from_geometry(geometry)
-    if geometry.plane is not None:  # a slice placed in 3D: (X, Y, 1) with its affine
-        array = array[None]
-    img = nib.Nifti1Image(np.transpose(array), affine)  # (t, z, y, x) -> (x, y, z, t) too
-    img.set_sform(affine, code=1)
-    img.set_qform(affine, code=1)
-    img.header.set_xyzt_units("mm")
-    nib.save(img, str(path))
+    nib.save(nifti_image(array, geometry), str(path))

@@ -4,6 +4,7 @@ and one-line reasons (:func:`reason`).
 
 from __future__ import annotations
 
+import locale
 import logging
 import os
 import re
@@ -73,8 +74,6 @@ def _sitk_display(on: bool | None) -> bool | None:
 
 
 def _locale() -> str | None:
-    import locale
-
     try:
         return locale.setlocale(locale.LC_ALL)  # a query: changes nothing
     except locale.Error:
@@ -128,8 +127,7 @@ def _leave(native: bool) -> None:
             _sitk_display(_Shared.sitk)
             _Shared.sitk = None
         if _Shared.locale is not None and _locale() != _Shared.locale:
-            import locale  # GDCM's DICOM reading leaves LC_ALL at "C" (ASCII text I/O)
-
+            # GDCM's DICOM reading leaves LC_ALL at "C" (ASCII text I/O)
             locale.setlocale(locale.LC_ALL, _Shared.locale)
 
 

@@ -76,10 +76,7 @@ def check_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None
         raise WriteError(
             f"{path}: PNG holds 2D label maps only, got shape {labels.shape}; use .nii.gz or .mha"
         )
-    if not geometry.matches(Geometry.identity(2)):
-        raise WriteError(
-            f"{path}: PNG cannot store this geometry ({geometry.describe()}); use .mha or .nii.gz"
-        )
+    check_pixel_grid(path, geometry)
     if labels.dtype not in (np.uint8, np.uint16):
         raise WriteError(f"{path}: PNG label maps hold ids up to 65535, got {labels.dtype}")
 
@@ -92,11 +89,12 @@ def write_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None
     Image.fromarray(np.ascontiguousarray(labels)).save(path, format="PNG")
 
 
-def check_tiff(path: Path, geometry: Geometry) -> None:
-    """Refuse a physical geometry for TIFF: only the pixel grid raster inputs get is stored."""
+def check_pixel_grid(path: Path, geometry: Geometry) -> None:
+    """Refuse a physical geometry for PNG or TIFF: only the pixel grid raster inputs get is stored."""
     if not geometry.matches(Geometry.identity(geometry.ndim)):
+        what = "PNG" if suffix(path) == ".png" else "TIFF"
         raise WriteError(
-            f"{path}: TIFF cannot store this geometry ({geometry.describe()}); use .mha or .nii.gz"
+            f"{path}: {what} cannot store this geometry ({geometry.describe()}); use .mha or .nii.gz"
         )
 
 

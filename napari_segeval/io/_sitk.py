@@ -9,17 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import InvalidImageError, ReadError
-from napari_segeval.io._formats import Raw, suffix
+from napari_segeval.io._formats import Raw, analyze_header, suffix
 from napari_segeval.io._quiet import quiet, reason
 from napari_segeval.io.case import Geometry
-
-
-def geometry_of(img, path: Path | str = "image") -> Geometry:
-    """Geometry of a SimpleITK image (spacing reversed to array order)."""
-    try:
-        return Geometry(img.GetSpacing()[::-1], img.GetOrigin(), img.GetDirection())
-    except ValueError as exc:
-        raise InvalidImageError(f"{path}: invalid geometry in the header ({exc})") from exc
 
 
 def _time_split(g: Geometry) -> bool:
@@ -41,7 +33,10 @@ def to_raw(img, path: Path) -> Raw:
     import SimpleITK as sitk
 
     arr = sitk.GetArrayFromImage(img)
-    g = geometry_of(img, path)
+    try:  # spacing reversed to array order
+        g = Geometry(img.GetSpacing()[::-1], img.GetOrigin(), img.GetDirection())
+    except ValueError as exc:
+        raise InvalidImageError(f"{path}: invalid geometry in the header ({exc})") from exc
     ncomp = img.GetNumberOfComponentsPerPixel()
     dim = img.GetDimension()
     if dim == 4 and arr.shape[0] == 1:
@@ -122,16 +117,6 @@ def metaimage_problem(path: Path) -> str | None:
     return None
 
 
-def _reader_for(path: Path):
-    """SimpleITK reader; Analyze ``.img`` halves are opened through their ``.hdr``."""
-    import SimpleITK as sitk
-
-    reader = sitk.ImageFileReader()
-    pair = (path.with_suffix(".hdr"), path.with_suffix(".HDR")) if suffix(path) == ".img" else ()
-    reader.SetFileName(str(next((p for p in pair if p.is_file()), path)))
-    return reader
-
-
 #: What a file of each suffix is, in read errors.
 _WHAT = {
     ".hdr": "Analyze/NIfTI header",
@@ -146,13 +131,15 @@ _WHAT = {
 
 def read_itk_file(path: Path) -> Raw:
     """Read a MetaImage, NRRD, Analyze 7.5 (.hdr/.img) or MINC2 (.mnc) file."""
-    import SimpleITK as sitk  # noqa: F401 - imported before quiet() switches its warnings
+    import SimpleITK as sitk  # imported before quiet() switches its warnings
 
     if suffix(path) == ".nrrd":
         check_nrrd_payload(path)
+    # an Analyze .img half is opened through its .hdr
+    header = (analyze_header(path) or path) if suffix(path) == ".img" else path
     with quiet(native=True):
         try:
-            img = _reader_for(path).Execute()
+            img = sitk.ReadImage(str(header))
         except Exception as exc:
             problem = metaimage_problem(path) if suffix(path) in (".mha", ".mhd") else None
             if problem:
@@ -160,7 +147,7 @@ def read_itk_file(path: Path) -> Raw:
             what = _WHAT.get(suffix(path), "image file")
             raise ReadError(f"{path}: cannot read {what} ({reason(exc)})") from exc
     raw = to_raw(img, path)
-    if suffix(path) in (".hdr", ".img") and not _is_nifti_pair(path):
+    if suffix(path) in (".hdr", ".img") and not _is_nifti_pair(header):
         raw.meta.setdefault("warnings", []).append(
             "Analyze 7.5 stores no reliable orientation: the direction is ITK's reading "
             "of the header (check left/right before trusting it)"
@@ -168,10 +155,9 @@ def read_itk_file(path: Path) -> Raw:
     return raw
 
 
-def _is_nifti_pair(path: Path) -> bool:
-    hdr = path.with_suffix(".hdr") if suffix(path) == ".img" else path
+def _is_nifti_pair(header: Path) -> bool:
     try:
-        with open(hdr, "rb") as fh:
+        with open(header, "rb") as fh:
             fh.seek(344)
             return fh.read(4) in (b"ni1\0", b"n+1\0")
     except OSError:

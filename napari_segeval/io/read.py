@@ -23,22 +23,10 @@ from napari_segeval.io._dataset_json import (
     load_dataset_json,
     structure_names,
 )
-from napari_segeval.io._formats import (
-    DICOM_LIKE,
-    ITK,
-    ITK_READ_ONLY,
-    NIFTI,
-    RASTER,
-    VIDEO,
-    Raw,
-    kind,
-    suffix,
-)
+from napari_segeval.io._formats import SUPPORTED, Raw, kind, suffix
 from napari_segeval.io._nan import nan_count
 from napari_segeval.io._validate import as_labels, check_image, check_same_grid
 from napari_segeval.io.case import MODALITIES, Case, Geometry
-
-SUPPORTED = NIFTI + ITK + ITK_READ_ONLY + (".img",) + DICOM_LIKE + VIDEO + RASTER
 
 #: Formats that hold no image on a grid, refused with a one-line reason.
 NOT_GRIDS = {
@@ -325,11 +313,6 @@ def labels_of_image(case: Case) -> tuple[np.ndarray, dict[int, str]]:
     )
 
 
-def _dataset_modality(case: Case, modality: str | None, dataset: dict | None) -> None:
-    if modality is None and dataset and case.meta.get("dicom_modality") is None:
-        case.modality = dataset_modality(dataset) or case.modality
-
-
 def read_case(
     image: str | Path,
     labels: str | Path | None = None,
@@ -360,21 +343,19 @@ def read_case(
     >>> case.structures, case.labels.dtype
     ({1: 'liver'}, dtype('uint8'))
     """
-    ipath = Path(image)
-    dataset = nearest_dataset(ipath, dataset_json)
-    if labels is None:
-        case = read_image(ipath, modality=modality, series=series, volume=volume)
-        _dataset_modality(case, modality, dataset)
-        case.structures = structure_names(dataset or {})
-        return case
-    lpath = Path(labels)
     from concurrent.futures import ThreadPoolExecutor
 
+    ipath, lpath = Path(image), None if labels is None else Path(labels)
+    dataset = nearest_dataset(ipath, dataset_json)
     with ThreadPoolExecutor(1) as pool:  # both files inflate at once (the GIL is released)
-        label_file = pool.submit(read_raw, lpath)
+        label_file = None if lpath is None else pool.submit(read_raw, lpath)
         case = read_image(ipath, modality=modality, series=series, volume=volume)
-        raw4 = label_file.result()
-    _dataset_modality(case, modality, dataset)
+        raw4 = None if label_file is None else label_file.result()
+    if modality is None and dataset and case.meta.get("dicom_modality") is None:
+        case.modality = dataset_modality(dataset) or case.modality
+    if lpath is None or raw4 is None:
+        case.structures = structure_names(dataset or {})
+        return case
     lvol = volume if raw4.axes == "tzyx" else None
     if case.axes == "tzyx" and raw4.axes != "tzyx":
         raise ReadError(

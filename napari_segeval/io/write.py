@@ -13,7 +13,7 @@ from napari_segeval._atomic import atomic_path
 from napari_segeval._errors import WriteError
 from napari_segeval.io._formats import NIFTI, WRITABLE, suffix
 from napari_segeval.io._quiet import one_line_errors
-from napari_segeval.io._raster import check_png_labels, check_tiff
+from napari_segeval.io._raster import check_pixel_grid, check_png_labels
 from napari_segeval.io._validate import as_labels
 from napari_segeval.io.case import Geometry
 
@@ -55,7 +55,7 @@ def _write_atomic(
             f"{path}: array of shape {array.shape} does not fit a {geometry.ndim}D geometry"
         )
     if suffix(path) in TIFF:
-        check_tiff(path, geometry)
+        check_pixel_grid(path, geometry)
     elif suffix(path) == ".png":
         check_png_labels(path, array, geometry)
     module, name = _WRITERS.get(suffix(path), ("_sitk", "write_itk"))

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import MissingDependencyError
+from napari_segeval.io._nifti import nifti_image
 from napari_segeval.io.case import Geometry
 
 #: Codec of the sample video. MPEG-4 part 2 rather than H.264: the libx264 in PyAV's
@@ -26,28 +27,13 @@ VIDEO_OPTIONS: dict[str, str] = {
 }  # q 3
 
 
-def ras_affine(geometry: Geometry) -> np.ndarray:
-    """``diag(-1, -1, 1, 1) @ affine_LPS`` of an array stored transposed to ``(x, y, z)``."""
-    n = geometry.ndim
-    ijk = geometry.affine()[:, list(range(n))[::-1] + [n]]
-    return np.diag([-1.0, -1.0] + [1.0] * (n - 1)) @ ijk
-
-
 def nifti_gz_bytes(array: np.ndarray, geometry: Geometry, descrip: str = "") -> bytes:
-    """Gzipped NIfTI-1 bytes of a ``(z, y, x)`` (or ``(t, y, x)``) array, transposed, with
-    qform and sform code 1 set to :func:`ras_affine`, units mm."""
-    import nibabel as nib
-
+    """Gzipped NIfTI-1 bytes of a ``(z, y, x)`` (or ``(t, y, x)``) array as
+    :func:`~napari_segeval.io._nifti.nifti_image` makes it, with ``descrip``."""
     if array.ndim != 3 or geometry.ndim != 3:
         raise ValueError(f"NIfTI samples are 3D, got an array of shape {array.shape}")
-    affine = ras_affine(geometry)
-    img = nib.Nifti1Image(np.ascontiguousarray(array.transpose(2, 1, 0)), affine)
-    header = img.header
-    header.set_data_dtype(array.dtype)
-    header.set_qform(affine, code=1)
-    header.set_sform(affine, code=1)
-    header.set_xyzt_units("mm")
-    header["descrip"] = descrip.encode("ascii")[:79]
+    img = nifti_image(array, geometry)
+    img.header["descrip"] = descrip.encode("ascii")[:79]
     return gzip.compress(img.to_bytes(), compresslevel=9, mtime=0)
 
 

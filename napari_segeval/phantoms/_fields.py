@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,22 +40,16 @@ def ellipsoid_level(
         ca, sa = np.float32(np.cos(angle)), np.float32(np.sin(angle))
         a, b = d[-2], d[-1]
         d[-2], d[-1] = ca * a - sa * b, sa * a + ca * b
-    total = None
-    for di, r in zip(d, radii):
-        term = (di / np.float32(r)) ** 2
-        total = term if total is None else total + term
-    if total is None:
-        raise ValueError("no coordinates")
-    return total
+    return functools.reduce(operator.add, [(di / np.float32(r)) ** 2 for di, r in zip(d, radii)])
 
 
-def mm_grid(shape: Sequence[int], spacing: Sequence[float]) -> list[np.ndarray]:
+def mm_grid(shape: Sequence[int], spacing: Sequence[float]) -> tuple[np.ndarray, ...]:
     """Open grids of physical coordinates (mm), centred on the middle of the array."""
-    grids = []
-    for axis, (s, sp) in enumerate(zip(shape, spacing)):
-        c = (np.arange(s, dtype=np.float32) - np.float32((s - 1) / 2)) * np.float32(sp)
-        grids.append(c.reshape([s if a == axis else 1 for a in range(len(shape))]))
-    return grids
+    mm = [
+        (np.arange(s, dtype=np.float32) - np.float32((s - 1) / 2)) * np.float32(sp)
+        for s, sp in zip(shape, spacing)
+    ]
+    return np.meshgrid(*mm, indexing="ij", sparse=True)
 
 
 def phantom_case(

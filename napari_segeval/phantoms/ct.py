@@ -5,7 +5,6 @@ ellipsoids deformed by smooth random fields.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -105,42 +104,28 @@ def _ribs(rng, z, y, x, axes, rho_mid, half_z):
 
 def _organs(rng, z, y, x, shape, cav_axes, y0, half_z):
     """Deformed ellipsoids of the liver (two lobes), spleen and both kidneys."""
-    cax, cay = cav_axes
+    units = (half_z, cav_axes[1], cav_axes[0])  # z from the middle, y from y0, x
 
-    def j(s):
-        return rng.uniform(-s, s)
+    def organ(centre, spread, radii, turn=None, side=1):
+        """One ellipsoid: ``centre`` +- ``spread`` and ``radii`` (x 0.88-1.12) in ``units``,
+        ``turn`` an (angle, +- range) rotation; ``side`` -1 mirrors x and the angle."""
+        cz, cy, cx = ((m + rng.uniform(-s, s)) * u for m, s, u in zip(centre, spread, units))
+        r = [f * u * rng.uniform(0.88, 1.12) for f, u in zip(radii, units)]
+        angle = 0.0 if turn is None else side * (turn[0] + rng.uniform(-turn[1], turn[1]))
+        return ellipsoid_level((z, y, x), (cz, y0 + cy, side * cx), r, angle=angle)
 
-    k = functools.partial(rng.uniform, 0.88, 1.12)
-
-    hz = half_z
-    lobe_r = ellipsoid_level(
-        (z, y, x),
-        ((0.35 + j(0.1)) * hz, y0 + (-0.05 + j(0.05)) * cay, (-0.4 + j(0.05)) * cax),
-        (0.8 * hz * k(), 0.68 * cay * k(), 0.52 * cax * k()),
+    liver = np.minimum(
+        organ((0.35, -0.05, -0.4), (0.1, 0.05, 0.05), (0.8, 0.68, 0.52)),
+        organ((0.55, -0.4, 0.02), (0.1, 0.05, 0.08), (0.4, 0.25, 0.35), (0.0, 0.3)),
+    ) + 0.25 * smooth_field(rng, shape, (4, 6, 6))
+    spleen = organ((0.45, 0.3, 0.62), (0.1, 0.05, 0.04), (0.45, 0.36, 0.2), (-0.5, 0.2))
+    spleen = spleen + 0.2 * smooth_field(rng, shape, (3, 5, 5))
+    kidney_r, kidney_l = (  # the right kidney lies lower than the left
+        organ((zc, 0.48, 0.4), (0.1, 0.04, 0.04), (0.42, 0.2, 0.15), (0.45, 0.15), side)
+        + 0.12 * smooth_field(rng, shape, (3, 4, 4))
+        for side, zc in ((-1, -0.45), (1, -0.3))
     )
-    lobe_l = ellipsoid_level(
-        (z, y, x),
-        ((0.55 + j(0.1)) * hz, y0 + (-0.4 + j(0.05)) * cay, (0.02 + j(0.08)) * cax),
-        (0.4 * hz * k(), 0.25 * cay * k(), 0.35 * cax * k()),
-        angle=j(0.3),
-    )
-    liver = np.minimum(lobe_r, lobe_l) + 0.25 * smooth_field(rng, shape, (4, 6, 6))
-    spleen = ellipsoid_level(
-        (z, y, x),
-        ((0.45 + j(0.1)) * hz, y0 + (0.3 + j(0.05)) * cay, (0.62 + j(0.04)) * cax),
-        (0.45 * hz * k(), 0.36 * cay * k(), 0.2 * cax * k()),
-        angle=-0.5 + j(0.2),
-    ) + 0.2 * smooth_field(rng, shape, (3, 5, 5))
-    kidneys = []
-    for side, zc in ((-1, -0.45), (1, -0.3)):  # right kidney lies lower than the left
-        level = ellipsoid_level(
-            (z, y, x),
-            ((zc + j(0.1)) * hz, y0 + (0.48 + j(0.04)) * cay, side * (0.4 + j(0.04)) * cax),
-            (0.42 * hz * k(), 0.2 * cay * k(), 0.15 * cax * k()),
-            angle=side * (0.45 + j(0.15)),
-        )
-        kidneys.append(level + 0.12 * smooth_field(rng, shape, (3, 4, 4)))
-    return liver, spleen, kidneys[0], kidneys[1]
+    return liver, spleen, kidney_r, kidney_l
 
 
 def _tumour(rng, liver_mask, z, y, x, has_tumour):

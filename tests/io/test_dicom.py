@@ -306,12 +306,15 @@ def test_not_an_image_object(tmp_path, make):
     ds.file_meta = FileMetaDataset()
     ds.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
     ds.save_as(tmp_path / "rs.dcm", enforce_file_format=True)
-    with pytest.raises(
-        ReadError,
-        match=r"rs.dcm: DICOM RTSTRUCT is an RT structure set "
-        r"\(contours\), not an image on a grid$",
-    ):
-        read_image(tmp_path / "rs.dcm")
+    from napari_segeval.io import list_series
+
+    for read in (read_image, list_series):  # the file named once (segeval inspect lists series)
+        with pytest.raises(ReadError) as err:
+            read(tmp_path / "rs.dcm")
+        assert str(err.value) == (
+            f"{tmp_path / 'rs.dcm'}: DICOM RTSTRUCT is an RT structure set "
+            "(contours), not an image on a grid"
+        )
     # next to a CT series it is skipped, not an error
     folder = make.pydicom_series(tmp_path / "ct", np.zeros((3, 4, 4), np.int16))
     (tmp_path / "rs.dcm").rename(folder / "rs.dcm")

@@ -14,7 +14,7 @@ EXAMPLES = {
 >>> describe_pixels(ds)
 'PALETTE COLOR shown as RGB through its palette, Implicit VR Little Endian'
 """,
-    "napari_segeval.io._dicom_files.sniff": """\
+    "napari_segeval.io._formats.sniff": """\
 >>> import tempfile, pathlib
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "x"
 >>> _ = p.write_bytes(b"\\x08\\x00\\x16\\x00UI\\x1a\\x001.2.840.10008.5.1.4.1.1.2")

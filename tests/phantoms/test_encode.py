@@ -5,6 +5,7 @@ import gzip
 import numpy as np
 import pytest
 
+from napari_segeval.io._nifti import affine_from_geometry
 from napari_segeval.io.case import Geometry
 from napari_segeval.phantoms._encode import (
     decode_mp4_grey,
@@ -12,7 +13,6 @@ from napari_segeval.phantoms._encode import (
     mp4_bytes,
     nifti_gz_bytes,
     png_bytes,
-    ras_affine,
 )
 
 
@@ -42,7 +42,7 @@ def test_nifti_header_codes_and_deterministic_gzip():
     img = nib.Nifti1Image.from_bytes(gzip.decompress(data))
     assert int(img.header["qform_code"]) == 1 and int(img.header["sform_code"]) == 1
     assert img.header.get_xyzt_units()[0] == "mm"
-    np.testing.assert_allclose(img.affine, ras_affine(_geometry()))
+    np.testing.assert_allclose(img.affine, affine_from_geometry(_geometry()))
     assert img.shape == (4, 3, 2)
 
 

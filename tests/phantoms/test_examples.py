@@ -28,11 +28,6 @@ EXAMPLES = {
 >>> text.startswith("# napari-segeval sample data")
 True
 """,
-    "napari_segeval.phantoms._encode.ras_affine": """\
->>> g = Geometry((2.5, 1.0, 0.5), (10.0, 20.0, 30.0), tuple(np.eye(3).ravel()))
->>> ras_affine(g).tolist()
-[[-0.5, 0.0, 0.0, -10.0], [0.0, -1.0, 0.0, -20.0], [0.0, 0.0, 2.5, 30.0], [0.0, 0.0, 0.0, 1.0]]
-""",
     "napari_segeval.phantoms._encode.mp4_bytes": """\
 >>> clip = np.zeros((2, 16, 16), np.uint8)
 >>> mp4_bytes(clip, 25) == mp4_bytes(clip, 25)
