@@ -41,15 +41,6 @@ def bounding_box(mask: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
     return (first, *rest)
 
 
-def neighbour_codes(mask: np.ndarray) -> np.ndarray:
-    """Neighbourhood code (uint8) of every grid corner: one more element than ``mask`` per axis.
-
-    Element ``p`` encodes voxels ``p - 1 .. p`` (outside counts as background), bit
-    ``4*(1-o0) + 2*(1-o1) + (1-o2)`` for offset ``o`` (DeepMind's encoding).
-    """
-    return _search.padded_codes(np.asarray(mask), (0,) * np.ndim(mask))
-
-
 def _directions(ref: np.ndarray, pred: np.ndarray, sp: np.ndarray) -> list[tuple] | None:
     """Per direction (ref to pred, pred to ref): distances, ranks, rank values, areas; None
     when both masks are empty.
@@ -197,7 +188,6 @@ def weighted_percentile(
 
 __all__ = [
     "bounding_box",
-    "neighbour_codes",
     "surface_distances",
     "surface_metrics",
     "weighted_percentile",
