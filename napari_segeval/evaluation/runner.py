@@ -124,10 +124,8 @@ def release_device_memory() -> bool:
 
 
 def _encode(record: dict, case_id: str, arrays) -> None:
-    from napari_segeval.evaluation.files import encode_arrays
-
     try:
-        record["payload"] = encode_arrays(case_id, arrays)
+        record["payload"] = store.encode_arrays(case_id, arrays)
     except Exception as exc:  # noqa: BLE001 - the scores stand; the record says why
         record["files_error"] = _reason(exc)
 

@@ -61,7 +61,7 @@ napari_segeval._errors.SegEvalError: path '../../etc/passwd' escapes the data-se
 >>> [str(r["key"]) for r in round_rows([{**r, "model": "m"} for r in rows], models=True)]
 ['clean @ m', 'round2:clean @ m']
 """,
-    "napari_segeval.evaluation.files.relative_path": """\
+    "napari_segeval.evaluation.store.relative_path": """\
 >>> relative_path("abd_001", "clean", ".nii.gz")
 'predictions/abd_001/clean.nii.gz'
 """,
