@@ -40,12 +40,6 @@ class NewerResultsError(ResultsFolderError):
     """The results were written by a protocol version newer than this installation's."""
 
 
-def is_results_folder(path: str | os.PathLike) -> bool:
-    """True for a folder holding ``run.json`` (what ``segeval evaluate`` writes first)."""
-    p = Path(path)
-    return p.is_dir() and (p / "run.json").is_file()
-
-
 def version_key(version: str) -> tuple[int, ...] | None:
     """``"1.10"`` -> ``(1, 10)``; None when it is not dotted numbers."""
     parts = str(version).strip().split(".")
@@ -296,6 +290,5 @@ __all__ = [
     "NewerResultsError",
     "ResultsFolder",
     "ResultsFolderError",
-    "is_results_folder",
     "version_key",
 ]

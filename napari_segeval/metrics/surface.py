@@ -19,14 +19,6 @@ from napari_segeval.metrics.overlap import empty_value
 def bounding_box(mask: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
     """Slices of the smallest box holding all non-zero voxels, grown by ``margin`` (clipped);
     None when the mask is empty.
-
-    Examples
-    --------
-    >>> m = np.zeros((4, 5), bool); m[1:3, 2] = True
-    >>> bounding_box(m)
-    (slice(1, 3, None), slice(2, 3, None))
-    >>> bounding_box(m, margin=1)
-    (slice(0, 4, None), slice(1, 4, None))
     """
     # first axis from one reduction over the others, then the rest from the
     # projection of that slab along the first axis (two passes over the array)

@@ -100,9 +100,13 @@ napari_segeval._errors.SegEvalError: path '../../etc/passwd' escapes the data-se
 >>> compare_pair(keys + ["round1:clean @ b"], "round1:clean @ b")  # against its round 0
 ('clean @ b', 'round1:clean @ b')
 """,
-    "napari_segeval.evaluation.results.is_results_folder": """\
->>> is_results_folder("/nonexistent"), is_results_folder(__file__)
-(False, False)
+    "napari_segeval.evaluation.report.file_links": """\
+>>> file_links({"clean": "predictions/a/clean.nii.gz"}, [PredictionKey("clean")])
+'<a href="predictions/a/clean.nii.gz" title="clean prediction">clean</a>'
+>>> file_links({}, [PredictionKey("clean")])
+'-'
+>>> file_links({"round2:clean": "predictions/a/r2.nii.gz"}, [PredictionKey("clean", 2)])
+'<a href="predictions/a/r2.nii.gz" title="clean round 2 prediction">clean r2</a>'
 """,
     "napari_segeval.evaluation.results.version_key": """\
 >>> version_key("1.10") > version_key("1.9"), version_key("beta")
