@@ -158,9 +158,9 @@ class ResultsFolder:
         self, case_id: str, label: int, condition: str = CLEAN, model: str | None = None
     ) -> list:
         """An ``interactive`` run's rounds of one structure of a case
-        (:func:`~napari_segeval.evaluation.rounds.case_rounds`); [] for other runs.
+        (:func:`~napari_segeval.evaluation.curves.case_rounds`); [] for other runs.
         """
-        from napari_segeval.evaluation.rounds import case_rounds
+        from napari_segeval.evaluation.curves import case_rounds
 
         if not self.has_rounds:
             return []
