@@ -177,16 +177,12 @@ True
 >>> round(s["average"]["dice"], 2), s["average"]["precision"]
 (91.24, 97.87234042553192)
 """,
-    "napari_segeval.evaluation.summary.pooled_folds": """\
+    "napari_segeval.evaluation.summary.over_folds": """\
 >>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
 ...         for f, t in ((0, 4), (1, 2))]
->>> pooled_folds(rows, ("dice",))["dice"]["average"]
+>>> over_folds(rows, pooled_scores, ("average", "micro"), ("dice",))["dice"]["average"]
 {'folds': [100.0, 50.0], 'mean': 75.0, 'std': 35.35533905932738}
-""",
-    "napari_segeval.evaluation.summary.accumulated_folds": """\
->>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
-...         for f, t in ((0, 4), (1, 2))]
->>> accumulated_folds(rows, ("dice",))["dice"]["average"]["folds"]
+>>> over_folds(rows, accumulated_scores, metrics=("dice",))["dice"]["average"]["folds"]
 [100.0, 50.0]
 """,
     "napari_segeval.evaluation.summary.holdout_scores": """\
