@@ -189,12 +189,6 @@ class ResultsFolder:
         """Whether some finished case has reference labels."""
         return any(self.specs[c].labels for c in self.cases())
 
-    def worklist(self) -> list:
-        """The run's :class:`~napari_segeval.evaluation.triage.WorkItem` list, riskiest first."""
-        from napari_segeval.evaluation.triage import rank
-
-        return rank(self.raw_rows(), store.slice_rows(self.records.values()))
-
     def case_risks(
         self, case_id: str, condition: str = CLEAN, model: str | None = None
     ) -> dict[int, Any]:
