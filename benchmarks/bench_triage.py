@@ -85,7 +85,7 @@ def run_volume(
     chain: :class:`~napari_segeval.attacks.PromptTarget`): signals, risks, true Dice."""
     from napari_segeval.evaluation.protocols._promptable import prompt_sets, reference_prompts
     from napari_segeval.evaluation.triage import risk_rows
-    from napari_segeval.metrics.structures import structures_to_score
+    from napari_segeval.metrics.table import structures_to_score
     from napari_segeval.propagation import PropagationOptions, propagate_case
 
     frames = model.preprocess(case.image, modality)
@@ -467,7 +467,7 @@ def cost(args) -> int:
     same volume in one process (best of ``--repeat``, interleaved)."""
     from napari_segeval.evaluation.protocols._promptable import prompt_sets, reference_prompts
     from napari_segeval.evaluation.triage import risk_rows
-    from napari_segeval.metrics.structures import structures_to_score
+    from napari_segeval.metrics.table import structures_to_score
     from napari_segeval.propagation import PropagationOptions, propagate_case
 
     model = load("litemedsam", args.jitter)

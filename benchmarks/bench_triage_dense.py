@@ -61,7 +61,7 @@ def run_volume(model, name: str, case, *, tta: int, eps: list[float], risk_model
     """Structure and slice records of one volume, clean and attacked."""
     from napari_segeval.evaluation.protocols import _dense as D
     from napari_segeval.evaluation.triage import dense_risk_rows
-    from napari_segeval.metrics.structures import structures_to_score
+    from napari_segeval.metrics.table import structures_to_score
     from napari_segeval.uncertainty.dense import augmented_labels
 
     names = structures_to_score(case.structures, case.labels)
@@ -174,7 +174,7 @@ def cost(args) -> int:
     """Segmentation alone against segmentation with the risk (best of ``--repeat``)."""
     from napari_segeval.evaluation.protocols import _dense as D
     from napari_segeval.evaluation.triage import dense_risk_rows
-    from napari_segeval.metrics.structures import structures_to_score
+    from napari_segeval.metrics.table import structures_to_score
     from napari_segeval.uncertainty.dense import augmented_labels
 
     model = _model()

@@ -5,7 +5,6 @@ parsed by names only; what each holds: docs/design.md, "Data-set layouts".
 from __future__ import annotations
 
 import csv
-import json
 import re
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError, ReadError
 from napari_segeval.evaluation._spec import CaseSpec, spec_maker
+from napari_segeval.io import load_dataset_json, structure_names
 from napari_segeval.io._formats import natural_key
 
 LITS_STRUCTURES = {1: "liver", 2: "tumor"}
@@ -121,23 +121,11 @@ def _totalseg_splits(root: Path) -> dict[str, str]:
 
 
 def _totalseg_ids(root: Path, names: set[str]) -> dict[int, str]:
+    """Label ids of ``dataset.json`` (region entries skipped), else ``names`` numbered by name."""
     ds = root / "dataset.json"
-    if ds.is_file():
-        try:
-            table = json.loads(ds.read_text(encoding="utf-8")).get("labels") or {}
-        except (OSError, ValueError) as exc:
-            raise ReadError(f"{ds}: invalid dataset.json ({exc})") from None
-        pairs = {}
-        for k, v in table.items():
-            try:
-                ident, name = (int(k), str(v)) if str(k).isdigit() else (int(v), str(k))
-            except (TypeError, ValueError):
-                raise ReadError(f"{ds}: label {k!r}: {v!r} is not a single id") from None
-            if ident and name != "background":
-                pairs[ident] = name
-        if pairs:
-            return dict(sorted(pairs.items()))
-    return {i: n for i, n in enumerate(sorted(names), start=1)}
+    pairs = structure_names(load_dataset_json(ds)) if ds.is_file() else {}
+    pairs = {i: n for i, n in pairs.items() if n != "background"}
+    return pairs or {i: n for i, n in enumerate(sorted(names), start=1)}
 
 
 def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:

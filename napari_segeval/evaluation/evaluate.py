@@ -17,7 +17,6 @@ from napari_segeval.evaluation.protocols import Protocol, get_protocol
 from napari_segeval.evaluation.protocols._params import Models
 from napari_segeval.evaluation.rows import SLICES
 from napari_segeval.evaluation.runner import RunResult, execute
-from napari_segeval.evaluation.store import load_records
 
 
 def run_evaluation(
@@ -221,4 +220,4 @@ def _results(proto: Protocol, rows: list[dict], params: Any) -> dict:
     }
 
 
-__all__ = ["finalize", "load_records", "run_evaluation"]
+__all__ = ["finalize", "run_evaluation"]

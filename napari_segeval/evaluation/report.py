@@ -100,15 +100,6 @@ def _prediction_rows(rows: list[dict], rounds: bool, models: bool = False) -> li
 def file_links(files: dict | None, keys: list[PredictionKey], error: str | None = None) -> Markup:
     """Relative links to a case's saved files: each prediction of ``keys`` (in the table's
     order), its perturbed image and perturbation.
-
-    Examples
-    --------
-    >>> file_links({"clean": "predictions/a/clean.nii.gz"}, [PredictionKey("clean")])
-    '<a href="predictions/a/clean.nii.gz" title="clean prediction">clean</a>'
-    >>> file_links({}, [PredictionKey("clean")])
-    '-'
-    >>> file_links({"round2:clean": "predictions/a/r2.nii.gz"}, [PredictionKey("clean", 2)])
-    '<a href="predictions/a/r2.nii.gz" title="clean round 2 prediction">clean r2</a>'
     """
     if not files:
         return Markup(html.escape(f"not saved: {error}") if error else "-")
@@ -350,4 +341,4 @@ def write_report(output_dir: str | os.PathLike, worst: int = 4) -> Path:
     return atomic_write_text(out / "report.html", build_report(out, worst), overwrite=True)
 
 
-__all__ = ["build_report", "table", "write_report"]
+__all__ = ["build_report", "write_report"]

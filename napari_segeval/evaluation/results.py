@@ -40,12 +40,6 @@ class NewerResultsError(ResultsFolderError):
     """The results were written by a protocol version newer than this installation's."""
 
 
-def is_results_folder(path: str | os.PathLike) -> bool:
-    """True for a folder holding ``run.json`` (what ``segeval evaluate`` writes first)."""
-    p = Path(path)
-    return p.is_dir() and (p / "run.json").is_file()
-
-
 def version_key(version: str) -> tuple[int, ...] | None:
     """``"1.10"`` -> ``(1, 10)``; None when it is not dotted numbers."""
     parts = str(version).strip().split(".")
@@ -164,9 +158,9 @@ class ResultsFolder:
         self, case_id: str, label: int, condition: str = CLEAN, model: str | None = None
     ) -> list:
         """An ``interactive`` run's rounds of one structure of a case
-        (:func:`~napari_segeval.evaluation.rounds.case_rounds`); [] for other runs.
+        (:func:`~napari_segeval.evaluation.curves.case_rounds`); [] for other runs.
         """
-        from napari_segeval.evaluation.rounds import case_rounds
+        from napari_segeval.evaluation.curves import case_rounds
 
         if not self.has_rounds:
             return []
@@ -194,12 +188,6 @@ class ResultsFolder:
     def has_reference(self) -> bool:
         """Whether some finished case has reference labels."""
         return any(self.specs[c].labels for c in self.cases())
-
-    def worklist(self) -> list:
-        """The run's :class:`~napari_segeval.evaluation.triage.WorkItem` list, riskiest first."""
-        from napari_segeval.evaluation.triage import rank
-
-        return rank(self.raw_rows(), store.slice_rows(self.records.values()))
 
     def case_risks(
         self, case_id: str, condition: str = CLEAN, model: str | None = None
@@ -296,6 +284,5 @@ __all__ = [
     "NewerResultsError",
     "ResultsFolder",
     "ResultsFolderError",
-    "is_results_folder",
     "version_key",
 ]

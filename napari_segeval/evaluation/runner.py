@@ -62,7 +62,10 @@ def evaluate_case(
         if out.slices:
             record["slices"] = [{"case": s.case_id, **r} for r in out.slices]
         if save_files and out.arrays is not None:
-            _encode(record, s.case_id, out.arrays)
+            try:
+                record["payload"] = store.encode_arrays(s.case_id, out.arrays)
+            except Exception as exc:  # noqa: BLE001 - the scores stand; the record says why
+                record["files_error"] = _reason(exc)
     except Exception as exc:  # noqa: BLE001 - every failure becomes an error row
         record.update(status="error", error=_reason(exc) or type(exc).__name__)
     finally:
@@ -121,15 +124,6 @@ def release_device_memory() -> bool:
     gc.collect()  # tensors of the finished case still waiting for the collector
     torch.cuda.empty_cache()
     return True
-
-
-def _encode(record: dict, case_id: str, arrays) -> None:
-    from napari_segeval.evaluation.files import encode_arrays
-
-    try:
-        record["payload"] = encode_arrays(case_id, arrays)
-    except Exception as exc:  # noqa: BLE001 - the scores stand; the record says why
-        record["files_error"] = _reason(exc)
 
 
 def _gpu_count() -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +16,6 @@ from napari_segeval._atomic import atomic_write_text
 from napari_segeval._errors import ReadError, SegEvalError
 
 SPLITS_VERSION = 2
-
-
-def kfold_assignment(case_ids: Iterable[str], k: int = 5, seed: int = 0) -> dict[str, int]:
-    """:func:`grouped_kfold_assignment` with every case its own group."""
-    return grouped_kfold_assignment({c: c for c in case_ids}, k=k, seed=seed)
 
 
 def grouped_kfold_assignment(
@@ -177,7 +172,6 @@ __all__ = [
     "grouped_kfold_assignment",
     "groups_across_folds",
     "in_cross_validation",
-    "kfold_assignment",
     "load_nnunet_splits",
     "load_splits",
     "save_splits",

@@ -1,7 +1,9 @@
 """The results folder (layout: docs/design.md): case records, run metadata, result rows.
 
-A case's ``.json`` is written last, after its prediction files, so its presence means
-the case is complete: a re-run skips it and never overwrites its files.
+A case's ``.json`` is written last, after its prediction files
+(``DIR/predictions/<safe case id>/<safe key>.<ext>``, encoded by workers with
+:func:`encode_arrays`), so its presence means the case is complete: a re-run skips it and
+never overwrites its files.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,12 @@ import numpy as np
 from napari_segeval._atomic import atomic_open, atomic_write_bytes, atomic_write_text
 from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval._json import json_safe
+from napari_segeval.evaluation.keys import PredictionKey, is_image_key
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+#: Folder of the saved predictions inside a results folder.
+PREDICTIONS = "predictions"
 
 
 def case_filename(case_id: str) -> str:
@@ -29,6 +36,32 @@ def case_filename(case_id: str) -> str:
     if safe != case_id:
         safe += "-" + hashlib.sha1(case_id.encode()).hexdigest()[:8]
     return safe
+
+
+def relative_path(case_id: str, key: str | PredictionKey, ext: str) -> str:
+    """``predictions/<safe case>/<safe key><ext>`` (POSIX separators, relative to DIR)."""
+    return f"{PREDICTIONS}/{case_filename(case_id)}/{case_filename(str(key))}{ext}"
+
+
+def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:
+    """A case's CaseArrays as ``{key: (relative path, bytes)}``, in the source's format."""
+    from napari_segeval.io import write_image, write_labels
+    from napari_segeval.io._formats import output_formats
+
+    label_ext, image_ext = output_formats(arrays.source, arrays.axes)
+    out: dict[str, tuple[str, bytes]] = {}
+    with tempfile.TemporaryDirectory(prefix="segeval-files-") as tmp:
+        for key, array in arrays.arrays.items():
+            image = is_image_key(key)
+            rel = relative_path(case_id, key, image_ext if image else label_ext)
+            path = Path(tmp) / Path(rel).name
+            geometry = arrays.geometry
+            if image and arrays.axes == "czyx" and np.ndim(array) == geometry.ndim + 1:
+                geometry = geometry.stacked()  # channels first: a 4D file, as MSD's
+            (write_image if image else write_labels)(path, array, geometry)
+            out[key] = (rel, path.read_bytes())
+            path.unlink()
+    return out
 
 
 def write_json(path: str | os.PathLike, payload: Mapping) -> Path:
@@ -59,7 +92,7 @@ def is_done(output_dir: str | os.PathLike, case_id: str) -> bool:
 def write_files(
     output_dir: str | os.PathLike, case_id: str, payload: Mapping[str, tuple[str, bytes]]
 ) -> dict[str, str]:
-    """Write a case's encoded files (:func:`~napari_segeval.evaluation.files.encode_arrays`)
+    """Write a case's encoded files (:func:`encode_arrays`)
     atomically; ``{key: path relative to DIR}``. WriteError when the case already has a record
     or a path leaves ``DIR/predictions``.
     """
@@ -69,7 +102,7 @@ def write_files(
             f"{case_path(out, case_id)}: case {case_id} is finished; its "
             "prediction files are not overwritten"
         )
-    folder = (out / "predictions").resolve()
+    folder = (out / PREDICTIONS).resolve()
     files = {}
     for key, (rel, data) in payload.items():
         target = (out / rel).resolve()
@@ -217,15 +250,18 @@ def result_rows(records: Iterable[dict]) -> list[dict]:
 
 
 __all__ = [
+    "PREDICTIONS",
     "case_filename",
     "case_path",
     "check_run",
     "clear_cases",
+    "encode_arrays",
     "is_done",
     "load_records",
     "read_case",
     "read_json",
     "read_views",
+    "relative_path",
     "result_rows",
     "save_correction",
     "slice_rows",

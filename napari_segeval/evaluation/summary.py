@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -236,10 +236,16 @@ def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRIC
     }
 
 
-def _over_folds(
-    rows: Sequence[Mapping], score, metrics: Sequence[str], blocks: Sequence[str]
+def over_folds(
+    rows: Sequence[Mapping],
+    score: Callable[[list], dict],
+    blocks: Sequence[str] = ("average",),
+    metrics: Sequence[str] = _METRICS,
 ) -> dict:
-    """``score(rows of one fold)`` per fold, then mean +- std (ddof=1) over folds."""
+    """``score(rows of one fold)`` per fold (:func:`pooled_scores`, :func:`accumulated_scores`),
+    then mean +- std (ddof=1) over folds of each class (a class absent from a fold left out)
+    and of ``blocks``; ``{}`` when the rows carry no counts.
+    """
     folds = sorted({r["fold"] for r in rows if r.get("fold") is not None}, key=str)
     per_fold = [score([r for r in rows if r.get("fold") == f]) for f in folds]
     per_fold = [p for p in per_fold if p]
@@ -262,24 +268,6 @@ def _over_folds(
     }
 
 
-def pooled_folds(
-    rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, empty: str = "one"
-) -> dict:
-    """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds
-    (``{}`` when the rows carry no counts).
-    """
-    return _over_folds(
-        rows, lambda r: pooled_scores(r, metrics, empty), metrics, ("average", "micro")
-    )
-
-
-def accumulated_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS) -> dict:
-    """:func:`accumulated_scores` of each fold's rows, then mean +- std (ddof=1) over folds
-    (a class absent from a fold is left out of its mean and std).
-    """
-    return _over_folds(rows, lambda r: accumulated_scores(r, metrics), metrics, ("average",))
-
-
 def holdout_scores(
     rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, empty: str = "one"
 ) -> dict:
@@ -299,7 +287,6 @@ def holdout_scores(
 
 
 __all__ = [
-    "accumulated_folds",
     "accumulated_scores",
     "by_model",
     "case_means",
@@ -309,8 +296,8 @@ __all__ = [
     "holdout_scores",
     "is_absent",
     "median_iqr",
+    "over_folds",
     "percent_scores",
-    "pooled_folds",
     "pooled_scores",
     "robustness",
 ]

@@ -27,9 +27,8 @@ from napari_segeval.metrics.slices import (
     worst_slice,
     worst_slice_from_counts,
 )
-from napari_segeval.metrics.structures import structures_to_score
 from napari_segeval.metrics.surface import surface_distances, surface_metrics
-from napari_segeval.metrics.table import ROW_KEYS, structure_table
+from napari_segeval.metrics.table import ROW_KEYS, structure_table, structures_to_score
 
 __all__ = [
     "METRICS",

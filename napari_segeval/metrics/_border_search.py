@@ -18,27 +18,13 @@ _MAX_PAD = 12  # voxels of padding per side at most
 
 
 def window(spacing: np.ndarray) -> tuple[int, ...]:
-    """Half widths (voxels per axis) of the search window: 4 coarsest voxels, at most 12.
-
-    Examples
-    --------
-    >>> window(np.array([1.5, 0.8, 0.8]))
-    (4, 8, 8)
-    >>> window(np.array([5.0, 0.3, 0.3]))
-    (4, 12, 12)
-    """
+    """Half widths (voxels per axis) of the search window: 4 coarsest voxels, at most 12."""
     radius = 4.0 * float(spacing.max())
     return tuple(min(math.ceil(radius / s - 1e-9), _MAX_PAD) for s in spacing)
 
 
 def distance(delta: np.ndarray, spacing: np.ndarray) -> np.ndarray:
-    """sqrt(sum((delta * spacing)**2)) over the last axis, in the operation order of scipy's EDT.
-
-    Examples
-    --------
-    >>> distance(np.array([[3, 4]]), np.array([1.0, 1.0])).tolist()
-    [5.0]
-    """
+    """sqrt(sum((delta * spacing)**2)) over the last axis, in the operation order of scipy's EDT."""
     scaled = delta.astype(np.float64) * spacing
     np.multiply(scaled, scaled, scaled)
     total = scaled[:, 0]
@@ -48,13 +34,7 @@ def distance(delta: np.ndarray, spacing: np.ndarray) -> np.ndarray:
 
 
 def padded_codes(mask: np.ndarray, pad: tuple[int, ...]) -> np.ndarray:
-    """Neighbourhood codes of ``mask`` (one more element per axis), zero-padded by ``pad``.
-
-    Examples
-    --------
-    >>> padded_codes(np.array([[True]]), (1, 0)).tolist()
-    [[0, 0], [1, 2], [4, 8], [0, 0]]
-    """
+    """Neighbourhood codes of ``mask`` (one more element per axis), zero-padded by ``pad``."""
     a = np.zeros(tuple(s + 2 for s in mask.shape), np.uint8)
     a[(slice(1, -1),) * mask.ndim] = mask
     out = np.zeros(tuple(s + 1 + 2 * p for s, p in zip(mask.shape, pad)), np.uint8)
@@ -80,14 +60,7 @@ def _codes_in_plane(a: np.ndarray) -> np.ndarray:
 
 
 def border(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Border grid (code neither empty nor full) and the flat indices of its points.
-
-    Examples
-    --------
-    >>> b, idx = border(np.array([[0, 3], [15, 7]], np.uint8))
-    >>> idx.tolist()
-    [1, 3]
-    """
+    """Border grid (code neither empty nor full) and the flat indices of its points."""
     full = (1 << (1 << codes.ndim)) - 1
     grid = np.subtract(codes, 1, dtype=np.uint8)
     grid = np.less(grid, full - 1)

@@ -321,15 +321,7 @@ def _scalar(v) -> float | int:
 
 
 def mask_dice(a: np.ndarray, b: np.ndarray) -> float:
-    """Dice of two boolean masks of one shape, 1.0 when both are empty.
-
-    Examples
-    --------
-    >>> mask_dice(np.array([1, 1, 0], bool), np.array([0, 1, 1], bool))
-    0.5
-    >>> mask_dice(np.zeros(3, bool), np.zeros(3, bool))
-    1.0
-    """
+    """Dice of two boolean masks of one shape, 1.0 when both are empty."""
     tp = int(np.logical_and(a, b).sum())
     return float(overlap_from_counts(tp, int(a.sum()), int(b.sum()))["dice"])
 

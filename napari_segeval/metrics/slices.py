@@ -52,13 +52,7 @@ def per_slice_counts(
 
 
 def dice_from_counts(counts: np.ndarray, empty: str = "nan") -> np.ndarray:
-    """Dice from (..., 3, n) counts, ``empty`` where a structure is in neither map.
-
-    Examples
-    --------
-    >>> dice_from_counts(np.array([[1, 0], [2, 0], [2, 0]])).tolist()
-    [0.5, nan]
-    """
+    """Dice from (..., 3, n) counts, ``empty`` where a structure is in neither map."""
     tp, ref_n, pred_n = (counts[..., i, :] for i in range(3))
     return overlap_from_counts(tp, ref_n, pred_n, empty=empty)["dice"]
 

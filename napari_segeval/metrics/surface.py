@@ -19,14 +19,6 @@ from napari_segeval.metrics.overlap import empty_value
 def bounding_box(mask: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
     """Slices of the smallest box holding all non-zero voxels, grown by ``margin`` (clipped);
     None when the mask is empty.
-
-    Examples
-    --------
-    >>> m = np.zeros((4, 5), bool); m[1:3, 2] = True
-    >>> bounding_box(m)
-    (slice(1, 3, None), slice(2, 3, None))
-    >>> bounding_box(m, margin=1)
-    (slice(0, 4, None), slice(1, 4, None))
     """
     # first axis from one reduction over the others, then the rest from the
     # projection of that slab along the first axis (two passes over the array)
@@ -39,15 +31,6 @@ def bounding_box(mask: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
     rest = bounding_box(np.asarray(mask[int(hit[0]) : int(hit[-1]) + 1].any(axis=0)), margin)
     assert rest is not None  # the slab holds the first and last hit
     return (first, *rest)
-
-
-def neighbour_codes(mask: np.ndarray) -> np.ndarray:
-    """Neighbourhood code (uint8) of every grid corner: one more element than ``mask`` per axis.
-
-    Element ``p`` encodes voxels ``p - 1 .. p`` (outside counts as background), bit
-    ``4*(1-o0) + 2*(1-o1) + (1-o2)`` for offset ``o`` (DeepMind's encoding).
-    """
-    return _search.padded_codes(np.asarray(mask), (0,) * np.ndim(mask))
 
 
 def _directions(ref: np.ndarray, pred: np.ndarray, sp: np.ndarray) -> list[tuple] | None:
@@ -197,7 +180,6 @@ def weighted_percentile(
 
 __all__ = [
     "bounding_box",
-    "neighbour_codes",
     "surface_distances",
     "surface_metrics",
     "weighted_percentile",

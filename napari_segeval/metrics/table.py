@@ -1,4 +1,7 @@
-"""One row of metrics per structure: the confusion matrix once, surfaces per structure."""
+"""One row of metrics per structure (the confusion matrix once, surfaces per structure), and
+which structures of a case are scored: one rule for ``segeval metrics``, the protocols and
+the uncertainty features.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,31 @@ from napari_segeval.metrics.surface import surface_metrics
 #: Keys of one structure row, in order: the one definition, used by
 #: :func:`structure_table` and by ``segeval metrics/propagate/segment --json``.
 ROW_KEYS: tuple[str, ...] = ("label", "name", *(m.name for m in STRUCTURE_METRICS))
+
+
+def structures_to_score(names: Mapping[int, str] | None, *label_maps: np.ndarray) -> dict[int, str]:
+    """Label id -> name of every structure to score: ``names``, then the unnamed ids present.
+
+    Parameters
+    ----------
+    names : mapping of int to str, optional
+        The structures something names (a dataset.json's labels, a colour table); all
+        are scored, present or not (absent, not forgotten).
+    *label_maps : numpy.ndarray
+        The label maps the ids are looked for in (the reference; for two maps, both).
+
+    Returns
+    -------
+    dict of int to str
+        ``names`` in their order, then every non-zero id of the maps that ``names``
+        leaves out, ascending, as ``"label N"``.
+    """
+    out = {int(k): str(v) for k, v in (names or {}).items()}
+    present: set[int] = set()
+    for m in label_maps:
+        present.update(int(v) for v in np.unique(np.asarray(m)))
+    out.update({k: v for k, v in unnamed_structures(sorted(present)).items() if k not in out})
+    return out
 
 
 def structure_table(
@@ -85,4 +113,4 @@ def _grown(box: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
     return tuple(slice(max(b.start - 1, 0), min(b.stop + 1, n)) for b, n in zip(box, shape))
 
 
-__all__ = ["ROW_KEYS", "structure_table"]
+__all__ = ["ROW_KEYS", "structure_table", "structures_to_score"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval.metrics.structures import structures_to_score
+from napari_segeval.metrics.table import structures_to_score
 from napari_segeval.uncertainty.auv import class_matrix, semantic_scale
 
 if TYPE_CHECKING:

@@ -265,8 +265,8 @@ def test_modality_option_is_used_and_reported(files, capsys):
 
 def _evaluate_names(source: Path, case) -> dict[str, str]:
     """Suffixes of the files ``segeval evaluate`` saves for ``case`` read from ``source``."""
-    from napari_segeval.evaluation.files import encode_arrays
     from napari_segeval.evaluation.protocols import CaseArrays
+    from napari_segeval.evaluation.store import encode_arrays
 
     label = np.zeros(case.spatial_shape, np.uint8)
     image = np.zeros(case.image.shape, np.float32)

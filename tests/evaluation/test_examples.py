@@ -61,7 +61,7 @@ napari_segeval._errors.SegEvalError: path '../../etc/passwd' escapes the data-se
 >>> [str(r["key"]) for r in round_rows([{**r, "model": "m"} for r in rows], models=True)]
 ['clean @ m', 'round2:clean @ m']
 """,
-    "napari_segeval.evaluation.files.relative_path": """\
+    "napari_segeval.evaluation.store.relative_path": """\
 >>> relative_path("abd_001", "clean", ".nii.gz")
 'predictions/abd_001/clean.nii.gz'
 """,
@@ -100,9 +100,13 @@ napari_segeval._errors.SegEvalError: path '../../etc/passwd' escapes the data-se
 >>> compare_pair(keys + ["round1:clean @ b"], "round1:clean @ b")  # against its round 0
 ('clean @ b', 'round1:clean @ b')
 """,
-    "napari_segeval.evaluation.results.is_results_folder": """\
->>> is_results_folder("/nonexistent"), is_results_folder(__file__)
-(False, False)
+    "napari_segeval.evaluation.report.file_links": """\
+>>> file_links({"clean": "predictions/a/clean.nii.gz"}, [PredictionKey("clean")])
+'<a href="predictions/a/clean.nii.gz" title="clean prediction">clean</a>'
+>>> file_links({}, [PredictionKey("clean")])
+'-'
+>>> file_links({"round2:clean": "predictions/a/r2.nii.gz"}, [PredictionKey("clean", 2)])
+'<a href="predictions/a/r2.nii.gz" title="clean round 2 prediction">clean r2</a>'
 """,
     "napari_segeval.evaluation.results.version_key": """\
 >>> version_key("1.10") > version_key("1.9"), version_key("beta")
@@ -173,16 +177,12 @@ True
 >>> round(s["average"]["dice"], 2), s["average"]["precision"]
 (91.24, 97.87234042553192)
 """,
-    "napari_segeval.evaluation.summary.pooled_folds": """\
+    "napari_segeval.evaluation.summary.over_folds": """\
 >>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
 ...         for f, t in ((0, 4), (1, 2))]
->>> pooled_folds(rows, ("dice",))["dice"]["average"]
+>>> over_folds(rows, pooled_scores, ("average", "micro"), ("dice",))["dice"]["average"]
 {'folds': [100.0, 50.0], 'mean': 75.0, 'std': 35.35533905932738}
-""",
-    "napari_segeval.evaluation.summary.accumulated_folds": """\
->>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
-...         for f, t in ((0, 4), (1, 2))]
->>> accumulated_folds(rows, ("dice",))["dice"]["average"]["folds"]
+>>> over_folds(rows, accumulated_scores, metrics=("dice",))["dice"]["average"]["folds"]
 [100.0, 50.0]
 """,
     "napari_segeval.evaluation.summary.holdout_scores": """\

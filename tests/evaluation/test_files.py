@@ -11,7 +11,8 @@ import pytest
 from _segeval_toy import TOY, toy_volume, write_msd
 
 from napari_segeval._errors import WriteError
-from napari_segeval.evaluation import files, run_evaluation, store
+from napari_segeval.evaluation import run_evaluation, store
+from napari_segeval.evaluation.keys import is_image_key
 from napari_segeval.evaluation.layouts import CaseSpec
 from napari_segeval.evaluation.protocols import CaseArrays
 from napari_segeval.io import Geometry, read_image, read_labels, write_image, write_labels
@@ -206,12 +207,12 @@ def test_float_images_keep_values_and_grid_in_every_format(tmp_path):
             "perturbed:fgsm": rng.normal(size=shape).astype(np.float32),
             "perturbation:fgsm": rng.normal(size=shape).astype(np.float32),
         }
-        payload = files.encode_arrays("c", CaseArrays(geometry, axes, source, arrays))
+        payload = store.encode_arrays("c", CaseArrays(geometry, axes, source, arrays))
         folder = tmp_path / source.replace(".", "_")
         written = store.write_files(folder, "c", payload)
         for key, rel in written.items():
             path = folder / rel
-            if files.is_image_key(key):
+            if is_image_key(key):
                 assert path.name.endswith(ext), (source, path.name)
                 got = read_image(path)
                 np.testing.assert_array_equal(got.image, arrays[key])
@@ -240,7 +241,7 @@ def test_files_that_cannot_be_saved_keep_the_scores_and_are_reported(tmp_path, m
     def refuse(case_id, arrays):
         raise SegEvalError(f"{case_id}: no room on the disk")
 
-    monkeypatch.setattr(files, "encode_arrays", refuse)
+    monkeypatch.setattr(store, "encode_arrays", refuse)
     task = write_msd(tmp_path / "Task97", 2)
     out = tmp_path / "out"
     code = main(

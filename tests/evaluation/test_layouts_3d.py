@@ -149,6 +149,16 @@ def test_totalsegmentator_ids_from_a_dataset_json_and_no_meta(tmp_path):
     assert int(load_case(specs[0]).labels[0, 0, 1]) == 5
 
 
+def test_totalsegmentator_dataset_json_regions_skipped_and_unreadable_named(tmp_path):
+    root = totalseg(tmp_path, with_meta=False)
+    labels = {"background": 0, "liver": 5, "abdomen": [5, 7]}  # a region entry: no single id
+    (root / "dataset.json").write_text(json.dumps({"labels": labels}))
+    assert load_layout(root, "totalsegmentator")[0].structures == {5: "liver"}
+    (root / "dataset.json").write_text("{not json")
+    with pytest.raises(ReadError, match="dataset.json: cannot read dataset.json"):
+        load_layout(root, "totalsegmentator")
+
+
 def test_structure_folder_errors(tmp_path):
     volume(tmp_path, "seg/a.nii.gz", lab(1))
     volume(tmp_path, "seg/b.nii.gz", lab(1, (3, 7, 6)))

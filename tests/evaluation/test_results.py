@@ -18,7 +18,6 @@ from napari_segeval.evaluation.results import (
     NewerResultsError,
     ResultsFolder,
     ResultsFolderError,
-    is_results_folder,
 )
 from napari_segeval.io import read_image, read_labels
 
@@ -91,7 +90,6 @@ def test_load_reads_every_file_on_the_image_grid(run_dir):
 
 
 def test_not_a_results_folder(tmp_path):
-    assert not is_results_folder(tmp_path)
     with pytest.raises(ResultsFolderError, match="not a results folder"):
         ResultsFolder(tmp_path)
     (tmp_path / "run.json").write_text("{half")

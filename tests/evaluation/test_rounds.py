@@ -9,11 +9,11 @@ import pytest
 from test_interactive import ISLAND, island_task  # noqa: I001 - the test folder's module
 
 from napari_segeval.evaluation import run_evaluation
+from napari_segeval.evaluation.curves import case_rounds
 from napari_segeval.evaluation.keys import PredictionKey
 from napari_segeval.evaluation.protocols import run_has_rounds
 from napari_segeval.evaluation.protocols.interactive import prompt_sets_at
 from napari_segeval.evaluation.results import ResultsFolder
-from napari_segeval.evaluation.rounds import case_rounds, round_key
 from napari_segeval.evaluation.store import load_records, result_rows
 from napari_segeval.io import read_labels
 
@@ -29,7 +29,7 @@ from napari_segeval.io import read_labels
     ],
 )
 def test_round_keys_read_back(condition, k, model):
-    key = PredictionKey.parse(round_key(condition, k, model))
+    key = PredictionKey.parse(str(PredictionKey(condition, k, model)))
     assert (key.condition, key.round or 0, key.model) == (condition, k, model)
     base = condition if model is None else f"{condition} @ {model}"
     assert str(key.first_round()) == base

@@ -9,7 +9,7 @@ from napari_segeval._errors import ReadError
 from napari_segeval.evaluation.layouts import CaseSpec
 from napari_segeval.evaluation.splits import (
     ensure_folds,
-    kfold_assignment,
+    grouped_kfold_assignment,
     load_splits,
     save_splits,
 )
@@ -21,12 +21,12 @@ def specs(n: int) -> list[CaseSpec]:
 
 def test_kfold_balanced_seeded_and_order_free():
     ids = [f"c{i}" for i in range(23)]
-    a = kfold_assignment(ids, k=5, seed=3)
+    a = grouped_kfold_assignment({c: c for c in ids}, k=5, seed=3)
     assert sorted(np.bincount(list(a.values())).tolist()) == [4, 4, 5, 5, 5]
-    assert a == kfold_assignment(ids[::-1], k=5, seed=3)
-    assert a != kfold_assignment(ids, k=5, seed=4)
+    assert a == grouped_kfold_assignment({c: c for c in ids[::-1]}, k=5, seed=3)
+    assert a != grouped_kfold_assignment({c: c for c in ids}, k=5, seed=4)
     with pytest.raises(ValueError):
-        kfold_assignment(ids[:3], k=5)
+        grouped_kfold_assignment({c: c for c in ids[:3]}, k=5)
 
 
 def test_ensure_folds_saves_and_reuses(tmp_path):
@@ -102,8 +102,6 @@ def test_grouped_folds_property_random_groups():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from napari_segeval.evaluation.splits import grouped_kfold_assignment
-
     @settings(max_examples=150, deadline=None)
     @given(
         st.lists(st.integers(0, 30), min_size=1, max_size=120),
@@ -132,13 +130,10 @@ def test_grouped_folds_property_random_groups():
 
 
 def test_singleton_groups_give_the_image_level_kfold():
-    from napari_segeval.evaluation.splits import grouped_kfold_assignment
-
     ids = [f"c{i}" for i in range(23)]
     order = np.random.default_rng(3).permutation(len(ids))
     round_robin = {sorted(ids)[j]: i % 5 for i, j in enumerate(order)}
     assert grouped_kfold_assignment({c: c for c in ids}, 5, 3) == round_robin
-    assert kfold_assignment(ids, 5, 3) == round_robin
 
 
 def test_published_split_that_splits_a_patient_is_kept_and_reported(tmp_path):

@@ -11,9 +11,15 @@ import numpy as np
 import pytest
 
 from napari_segeval._errors import ReadError
-from napari_segeval.evaluation import run_evaluation
+from napari_segeval.evaluation import run_evaluation, store
 from napari_segeval.evaluation.rows import SLICES
-from napari_segeval.evaluation.triage import FLAG_SEPARATOR, dense_risk_rows, risk_rows, worklist
+from napari_segeval.evaluation.triage import (
+    FLAG_SEPARATOR,
+    dense_risk_rows,
+    rank,
+    risk_rows,
+    worklist,
+)
 from napari_segeval.propagation.result import StructureResult
 from napari_segeval.uncertainty.risk import Flag
 
@@ -197,7 +203,7 @@ def test_a_results_folder_reads_its_risks_back_as_the_worklist_does(risk_run, un
     for out, reference in ((risk_run, True), (unlabelled_run, False)):
         folder = ResultsFolder(out)
         assert folder.has_risk and folder.has_reference is reference
-        items = folder.worklist()
+        items = rank(folder.raw_rows(), store.slice_rows(folder.records.values()))
         assert [(w.key, w.first_slice) for w in items] == [
             (w.key, w.first_slice) for w in worklist(out)
         ]  # the case records and results.csv + slices.csv agree

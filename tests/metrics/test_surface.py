@@ -6,8 +6,8 @@ from hypothesis.extra.numpy import arrays
 from scipy import ndimage
 
 from napari_segeval._errors import GeometryMismatchError
+from napari_segeval.metrics import _border_search as bs
 from napari_segeval.metrics.surface import (
-    neighbour_codes,
     surface_distances,
     surface_metrics,
     weighted_percentile,
@@ -134,7 +134,7 @@ def test_neighbour_codes_match_correlate():
     padded = np.zeros(tuple(s + 1 for s in m.shape), np.uint8)
     padded[:-1, :-1, :-1] = m
     expected = ndimage.correlate(padded.astype(np.int64), kernel, mode="constant", cval=0)
-    np.testing.assert_array_equal(neighbour_codes(m), expected)
+    np.testing.assert_array_equal(bs.padded_codes(m, (0,) * m.ndim), expected)
 
 
 @settings(max_examples=25, deadline=None)

@@ -14,7 +14,7 @@ import numpy as np
 from napari_segeval._errors import SegEvalError
 from napari_segeval._names import unnamed_label
 from napari_segeval.evaluation.protocols._prompt_params import Promptable
-from napari_segeval.metrics.structures import structures_to_score
+from napari_segeval.metrics.table import structures_to_score
 
 
 def case_rng(seed: int, case_id: str) -> np.random.Generator:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from napari_segeval._names import CLEAN, unnamed_label
@@ -151,17 +152,18 @@ def summarize(rows: list[dict], params: Cv5Params) -> dict:
     the other under its name, ``pooled`` counts, ``holdout`` cases and the training recipe.
     """
     from napari_segeval.evaluation.summary import (
-        accumulated_folds,
+        accumulated_scores,
         cross_validation,
         holdout_scores,
         is_absent,
-        pooled_folds,
+        over_folds,
+        pooled_scores,
     )
 
     cv = [r for r in rows if r.get("fold") is not None]
     held = [r for r in rows if r.get("fold") is None]
     empty, headline = params.empty, params.headline
-    numbers = {"per-image": cross_validation(cv), "accumulated": accumulated_folds(cv)}
+    numbers = {"per-image": cross_validation(cv), "accumulated": over_folds(cv, accumulated_scores)}
     other = next(k for k in READINGS if k != headline)
     absent = [r for r in cv if is_absent(r)]
     out = {
@@ -171,7 +173,7 @@ def summarize(rows: list[dict], params: Cv5Params) -> dict:
         "names": READINGS[headline]["names"],
         **numbers[headline],
         other.replace("-", "_"): {**READINGS[other], **numbers[other]},
-        "pooled": pooled_folds(cv, empty=empty),
+        "pooled": over_folds(cv, partial(pooled_scores, empty=empty), ("average", "micro")),
         "absences": {
             "rows": len(absent),
             "note": (

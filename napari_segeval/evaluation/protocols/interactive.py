@@ -18,7 +18,6 @@ from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _promptable as P
 from napari_segeval.evaluation.protocols._params import Models, choice, differences, listed, number
-from napari_segeval.evaluation.rounds import round_key
 from napari_segeval.evaluation.rows import ROUNDS
 
 #: Where the simulated person corrects: ``oracle`` the most wrong slice (reads the
@@ -224,7 +223,7 @@ def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOut
                 prompts = list(prepared.sets[lab].prompts) if r == 0 else [c.prompt] if c else []
                 row.update(round=r, refine_prompt=kind, **values, **_prompt_columns(prompts, where))
             rows += scored
-            predictions[round_key(cond, r)] = res.labels
+            predictions[str(PredictionKey(cond, r))] = res.labels
             if r in (0, last):  # thumbnails: named as the report's tables name them
                 views[PredictionKey(cond, r).label()] = res.labels
     k = prepared.boxes[0].index if mode == "video" else None
@@ -242,7 +241,7 @@ def prompt_sets_at(
     """The prompt sets of a case after round ``round`` (default: the last), from its rows
     (``model``: whose rounds, in a run of several models).
     """
-    from napari_segeval.evaluation.rounds import case_rounds
+    from napari_segeval.evaluation.curves import case_rounds
     from napari_segeval.prompts.prompt_set import PromptSet
 
     last = float("inf") if round is None else int(round)
