@@ -16,8 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def total_evaluations(cfg: AttackConfig, num_classes: int | None = None) -> int:
-    """Forward passes an attack makes (the ``total`` of its progress reports; a
-    ``robust_threshold`` adds the clean input's, and gating may stop the attack before it)."""
+    """Forward passes of ``cfg``'s attack (see :class:`~.registry.Attack`'s ``evaluations``)."""
     return ATTACKS[cfg.attack].evaluations(cfg, num_classes)
 
 
