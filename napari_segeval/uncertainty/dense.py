@@ -219,8 +219,8 @@ def mc_dropout(
 ) -> UncertaintyMaps:
     """Monte-Carlo-dropout uncertainty: dropout layers active, everything else in eval mode.
 
-    The dropout modules are restored afterwards. A network without dropout runs one
-    pass (zero variance, ``note`` says so); so does ``enabled=False``.
+    The dropout modules are restored afterwards. A network without dropout runs one pass;
+    it and ``enabled=False`` give zero variance, which ``note`` says.
 
     Parameters
     ----------
