@@ -1,6 +1,4 @@
-"""Model-agnostic attacks on a differentiable ``forward(x) -> logits (N, C, *spatial)``: ``x`` (case
-axis first) is perturbed inside an L-inf or L2 ball per case, in normalized units (:mod:`.budget`),
-clamped only to ``clamp``. This module only dispatches to the registry."""
+"""Model-agnostic attacks: :func:`run_attack` dispatches to the registry."""
 
 from __future__ import annotations
 
