@@ -10,7 +10,6 @@ import lazy_loader as _lazy
 
 __version__ = "0.1.0"
 
-# The Python API and the exceptions: the names __init__.pyi imports, each loaded from
-# its module on first use (the exceptions too: importing them costs nothing either way).
+# the exceptions load lazily too (importing them costs nothing either way)
 __getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)
 __all__ += ["__version__"]

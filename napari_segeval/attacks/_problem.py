@@ -1,6 +1,4 @@
-"""The state every attack loop shares (:class:`Problem`): the ball, random starts, counted
-evaluations (progress, cancel) and the iterate kept per case; with ``robust_threshold`` the clean
-input is evaluated first (``restart=-1``) and restarts run only for cases still above it."""
+"""The state every attack loop shares (:class:`Problem`) and what an attack returns."""
 
 from __future__ import annotations
 

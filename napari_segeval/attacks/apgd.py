@@ -1,12 +1,4 @@
-"""APGD (Croce & Hein, ICML 2020) for segmentation, written from its definition.
-
-The step ``eta`` (from ``2 eps``) is halved per case at a checkpoint (:func:`apgd_checkpoints`)
-when (1) under ``RHO`` of the steps since the last one raised the loss, or (2) it was not halved
-at the last one and the best loss did not improve; the iterate then restarts from the best point
-without momentum. ``z = P(x_k + eta sign(grad))`` (unit L2 direction for L2), ``x_{k+1} =
-P(x_k + ALPHA (z - x_k) + (1 - ALPHA)(x_k - x_{k-1}))``. Per-voxel CE or DLR averaged per case, a
-schedule per case, the lowest-Dice iterate kept (Daza et al. 2021).
-"""
+"""APGD (Croce & Hein, ICML 2020) for segmentation, from its definition (docs/api/attacks.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Model-agnostic attacks on a differentiable ``forward(x) -> logits (N, C, *spatial)``: ``x`` (case
-axis first) is perturbed inside an L-inf or L2 ball per case, in normalized units (:mod:`.budget`),
-clamped only to ``clamp``. This module only dispatches to the registry."""
+"""Model-agnostic attacks: :func:`run_attack` dispatches to the registry."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def total_evaluations(cfg: AttackConfig, num_classes: int | None = None) -> int:
-    """Forward passes an attack makes (the ``total`` of its progress reports; a
-    ``robust_threshold`` adds the clean input's, and gating may stop the attack before it)."""
+    """Forward passes of ``cfg``'s attack (see :class:`~.registry.Attack`'s ``evaluations``)."""
     return ATTACKS[cfg.attack].evaluations(cfg, num_classes)
 
 

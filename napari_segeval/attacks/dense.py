@@ -1,7 +1,4 @@
-"""Attack target for dense models: the whole volume's normalized input ``(1, C, *grid)`` through the
-Gaussian sliding window, every channel inside one ball. ``gradient="chunked"`` gives ``"whole"``'s
-gradient exactly with memory bounded by one window batch, recomputing each batch with a graph and
-back-propagating ``grad * gaussian / sum_of_weights`` (one extra forward)."""
+"""Attack target for dense models: the whole normalized input through the sliding window."""
 
 from __future__ import annotations
 
@@ -100,7 +97,8 @@ class DenseTarget:
     overlap, batch_size, mirror
         Sliding-window settings (as :func:`~napari_segeval.models.dense.segment_case`).
     gradient : {"whole", "chunked"}
-        How gradients are computed (see the module docstring).
+        ``"chunked"``: ``"whole"``'s gradient exactly, with memory bounded by one window
+        batch (each batch recomputed with a graph: one extra forward pass).
     postprocess : bool
         Apply the model's post-processing to the clean and attacked label maps.
     """

@@ -1,14 +1,4 @@
-"""FAB-T (Croce & Hein, ICML 2020): targeted minimal-norm attack, L-inf, for segmentation.
-
-Each step linearizes the model, projects the point and the clean input onto the linearized
-boundary (within the valid box), moves to their combination (extrapolated by ``ETA``, biased to
-the clean input by at most ``ALPHA_MAX``) and, on success, records it and pulls it back by
-``BETA`` (the paper's L-inf defaults, ROG's). As ROG's ``autoattack/fab.py``: for target rank
-``k`` each voxel's target is its ``k``-th class at the clean input, the decision function the
-case mean of ``z_target - z_label``, success a Dice at or below ``robust_threshold`` (else half
-the clean Dice); the answer is the smallest success within ``eps``, else the clean input. Later
-restarts start at radius ``eps / 2``. Differences from ROG: docs/protocols.md.
-"""
+"""FAB-T (Croce & Hein, ICML 2020), targeted minimal-norm, L-inf (docs/api/attacks.md)."""
 
 from __future__ import annotations
 
@@ -101,7 +91,7 @@ def _step(problem: Problem, delta: torch.Tensor, f: torch.Tensor, grad: torch.Te
 
 
 def fab(problem: Problem) -> AttackOutput:
-    """Run FAB-T (L-inf) over the target ranks and restarts; see the module docstring."""
+    """Run FAB-T (L-inf) over the target ranks and restarts (docs/api/attacks.md)."""
     import torch
 
     cfg, x = problem.cfg, problem.x

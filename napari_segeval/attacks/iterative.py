@@ -1,7 +1,4 @@
-"""FGSM, PGD (Madry et al. 2018: ``delta <- P(delta + step * sign(grad))``, a unit L2 direction for
-L2) and noise baselines. ROG's ``attack_pgd`` is
-``AttackConfig("pgd", step_size=eps/3, select="loss")``; the differences from it are in
-docs/protocols.md (``msd-robust`` preset rog)."""
+"""FGSM, PGD (Madry et al. 2018) and noise baselines; the algorithm: docs/api/attacks.md."""
 
 from __future__ import annotations
 
@@ -19,8 +16,7 @@ def _schedule_factor(schedule: str, step: int, steps: int) -> float:
 
 
 def _ascend(problem: Problem, restarts: int, steps: int, start: str | None, weighted: bool):
-    """The loop of FGSM, PGD and noise: per restart, a start (``random_point(start)``, or
-    zero), ``steps`` projected ascent steps, and the end point evaluated."""
+    """FGSM, PGD and noise: per restart a start (or zero), ``steps`` ascents, the end evaluated."""
     import torch
 
     cfg = problem.cfg

@@ -1,6 +1,4 @@
-"""Attack target for promptable propagation: the normalized frames, prompts fixed. Structure
-probabilities ``p_k`` become logits ``(1, K + 1, n, H, W)``, 0 for background and ``logit(p_k)``, so
-one structure's softmax is ``(1 - p, p)``; class ``i`` is the ``i``-th prompted label id."""
+"""Attack target for promptable propagation: the normalized frames, prompts fixed."""
 
 from __future__ import annotations
 
@@ -131,7 +129,11 @@ class PromptTarget:
         return propagate_case(self.model, frames, self.prompts, options, priors=self.priors)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(1, K + 1, n, H, W)`` of normalized frames ``(1, n, H, W[, C])``."""
+        """Logits ``(1, K + 1, n, H, W)`` of normalized frames ``(1, n, H, W[, C])``.
+
+        Background is 0 and structure ``k`` ``logit(p_k)``, so one structure's softmax is
+        ``(1 - p, p)``; class ``i`` is the ``i``-th prompted label id.
+        """
         import torch
 
         if x.shape[0] != 1:

@@ -16,8 +16,7 @@ from napari_segeval.attacks.square import square
 
 
 def _iterations(cfg: Any, num_classes: int | None = None) -> int:
-    """``steps`` evaluations and the final iterate per restart, plus the clean input's
-    one evaluation under robust-threshold gating (PGD, APGD, Square)."""
+    """``steps`` evaluations and the final iterate per restart, plus the gated clean input's."""
     return cfg.restarts * (cfg.steps + 1) + (cfg.robust_threshold is not None)
 
 

@@ -111,9 +111,7 @@ def condition_name(attack: dict) -> str:
 
 
 class AttackTarget(Protocol):
-    """What :func:`attack_case` reads of a target (a :class:`~napari_segeval.attacks.dense.DenseTarget`
-    or a :class:`~napari_segeval.attacks.promptable.PromptTarget`): declared by both, never
-    guessed."""
+    """What :func:`attack_case` reads of a target; dense and promptable targets declare it."""
 
     case: Any
     x: Any

@@ -1,12 +1,4 @@
-"""Square attack (Andriushchenko et al., ECCV 2020), L-inf, for segmentation: forward passes
-only (``torch.no_grad``), so it also measures models with useless gradients.
-
-Per case: start from ``+-eps`` stripes (:func:`stripes`); each query sets a random cube of side
-``round((p V)^(1/d))`` to ``+-eps`` (one sign per image channel) in a copy of the accepted
-perturbation, accepted when the loss strictly increases or the Dice falls to ``robust_threshold``
-(then the case is done). ``p`` starts at ``p_init`` and halves on :data:`P_BREAKS`. The loss is
-CE or ``hard-dice`` (ROG's ``margin_and_loss``); differences from ROG: docs/protocols.md.
-"""
+"""Square attack (Andriushchenko et al., ECCV 2020), L-inf, no gradients (docs/api/attacks.md)."""
 
 from __future__ import annotations
 

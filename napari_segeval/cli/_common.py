@@ -48,8 +48,7 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], digits: 
 
 
 def emit(args: argparse.Namespace, payload: dict, text: str, code: int = 0) -> int:
-    """Print ``payload`` as JSON when ``--json`` was given, else ``text``; return ``code``
-    (the exit status)."""
+    """Print ``payload`` as JSON with ``--json``, else ``text``; return ``code`` (exit status)."""
     print(dumps(payload) if getattr(args, "json", False) else text)
     return code
 
@@ -249,8 +248,7 @@ def check_label_ids(path: Any, labels: np.ndarray) -> None:
 
 def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
     """:func:`~napari_segeval.io.read_case` with the input options; refuses a 4D time series
-    without ``--volume`` and label ids the metrics cannot count.
-    """
+    without ``--volume`` and label ids the metrics cannot count."""
     from napari_segeval.io import read_case
 
     given = {k: getattr(args, k, None) for k in ("series", "volume")}

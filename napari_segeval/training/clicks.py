@@ -1,6 +1,4 @@
-"""Simulated corrective clicks ``(y, x)`` at pixel centres: the evaluation's rule
-(:func:`napari_segeval.prompts.correction.interior_pixel`), or, in training, a random deep pixel and
-sometimes the smaller error region, so that clicks are not always central."""
+"""Simulated corrective clicks at pixel centres: the evaluation's, or varied for training."""
 
 from __future__ import annotations
 
@@ -37,7 +35,8 @@ def corrective_click(
 
     ``rng=None``: :func:`napari_segeval.prompts.next_correction`'s click (the larger error
     region, ties to the misses, its most interior pixel). With ``rng``: a random deep pixel,
-    and with probability ``other`` the smaller non-empty error region.
+    and with probability ``other`` the smaller non-empty error region (training: clicks that
+    are not always central).
     """
     fn, fp = error_regions(reference, prediction)
     n_fn, n_fp = int(fn.sum()), int(fp.sum())

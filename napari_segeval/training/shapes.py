@@ -68,8 +68,7 @@ def _frame(p: dict, z: np.ndarray, y: np.ndarray, x: np.ndarray, nz: int):
 
 
 def _field(rng: np.random.Generator, shape: Sequence[int], coarse_xy: int) -> np.ndarray:
-    """Smooth random field (unit-ish amplitude): a coarse normal grid, linear in z, bicubic
-    in-plane; much faster than cubic splines along every axis on full stacks."""
+    """A smooth random field (unit-ish std): coarse normal grid, linear in z, bicubic in-plane."""
     import torch
     import torch.nn.functional as F
 

@@ -1,8 +1,4 @@
-"""Sampling uncertainty of dense models: test-time augmentation and MC-dropout.
-
-TTA draws per sample (seeded) flips of some ``mirror_axes`` (logits flipped back), a
-gain and offset in normalized units and a zoom; the softmax goes back to the case's grid.
-"""
+"""Sampling uncertainty of dense models: test-time augmentation and MC-dropout."""
 
 from __future__ import annotations
 
@@ -31,7 +27,7 @@ def _draw(rng: np.random.Generator, axes: Sequence[int], gain: float, shift: flo
 
 
 def _augmented_probs(model: Any, x: Any, aug: dict, overlap: float, cancel: Any) -> np.ndarray:
-    """Softmax probabilities on the model grid for one augmentation of ``x`` (1, 1, *grid)."""
+    """Softmax on the model grid of one augmentation of ``x`` (1, 1, *grid), logits flipped back."""
     import torch
     import torch.nn.functional as F
 
@@ -223,8 +219,8 @@ def mc_dropout(
 ) -> UncertaintyMaps:
     """Monte-Carlo-dropout uncertainty: dropout layers active, everything else in eval mode.
 
-    The dropout modules are restored afterwards. A network without dropout runs one
-    pass (zero variance, ``note`` says so); so does ``enabled=False``.
+    The dropout modules are restored afterwards. A network without dropout runs one pass;
+    it and ``enabled=False`` give zero variance, which ``note`` says.
 
     Parameters
     ----------

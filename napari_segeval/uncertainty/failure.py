@@ -2,25 +2,6 @@
 
 A risk score is judged against the true risk ``1 - Dice``, tied scores as one block;
 definitions and differences from fd-shifts: docs/protocols.md ("Failure detection").
-The examples are computed by hand, ties included.
-
-Examples
---------
-Four items, two tied at the top score; Dice 0.2 and 0.6 fail (< 0.75):
-
->>> fd = failure_detection([0.9, 0.9, 0.5, 0.1], [0.2, 0.8, 0.6, 1.0], failure_below=0.75)
->>> fd.curve.coverage, fd.curve.selective_risk
-((1.0, 0.5, 0.25, 0.0), (0.35, 0.2, 0.0, 0.0))
->>> round(fd.aurc, 6), round(fd.optimal_aurc, 6), fd.random_aurc
-(0.1625, 0.11875, 0.35)
->>> round(fd.excess_aurc, 6), round(fd.normalised_aurc, 4), round(fd.augrc, 6)
-(0.04375, 0.8108, 0.125)
-
-The failing item tied with a success counts half in the AUROC, and half of it
-fills the one place of the review list (ceil(0.1 * 4) = 1):
-
->>> fd.failure_auroc, fd.recall_at_10, round(fd.spearman, 4), fd.n_failures
-(0.625, 0.25, 0.6325, 2)
 """
 
 from __future__ import annotations
@@ -93,7 +74,7 @@ class RiskCoverageCurve:
 
 @dataclass(frozen=True)
 class FailureDetection:
-    """How well a risk score finds the failures (see the module's definitions).
+    """How well a risk score finds the failures (definitions: docs/protocols.md).
 
     Attributes
     ----------

@@ -1,8 +1,4 @@
-"""Class-wise decoded maps of a frozen promptable model, and their semantic perception scales.
-
-The *decoded map* is the mask decoder's output before any threshold (MedSAM2's logits,
-else the backend's probabilities), walked both ways with no stop or post-processing.
-"""
+"""Class-wise decoded maps of a frozen promptable model, and their semantic perception scales."""
 
 from __future__ import annotations
 
@@ -47,8 +43,9 @@ def decoded_map(
 ) -> np.ndarray:
     """The decoded map ``(n, H, W)`` float32 of one structure prompted by ``box``.
 
-    Volumes walk forward and backward from ``box.index`` (the key slice keeps the
-    larger of its two outputs); videos and 2D images walk forward (frames before
+    The mask decoder's output before any threshold (:func:`feature_kind`), with no stop or
+    post-processing. Volumes walk forward and backward from ``box.index`` (the key slice
+    keeps the larger of its two outputs); videos and 2D images walk forward (frames before
     the prompt are not visited and stay at the smallest value decoded).
     """
     import torch

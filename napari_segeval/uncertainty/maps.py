@@ -1,8 +1,4 @@
-"""Per-voxel uncertainty from probabilities: entropy, sample statistics, the result record.
-
-With samples ``p^(i)`` and mean ``p̄``: total ``H(p̄)`` (normalised by ``log K``), variance
-``mean_k var_i p_k^(i)`` (``ddof = 0``), mutual information ``H(p̄) - mean_i H(p^(i))``.
-"""
+"""Per-voxel uncertainty from probabilities: entropy, sample statistics, the result record."""
 
 from __future__ import annotations
 
@@ -101,7 +97,8 @@ class UncertaintyMaps:
         Normalised entropy of the mean prediction (promptable: the largest over
         structures of each one's binary entropy).
     variance : numpy.ndarray
-        Sample variance: mean over classes (dense) or largest over structures (promptable).
+        Population variance over the samples (``ddof = 0``): mean over classes (dense) or
+        largest over structures (promptable).
     mean : numpy.ndarray
         ``(C, *spatial)`` mean probabilities: all classes (dense) or one foreground
         probability per structure (promptable).

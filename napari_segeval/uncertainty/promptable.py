@@ -1,8 +1,4 @@
-"""Prompt-jitter uncertainty of promptable models (aleatoric: where would the box be?).
-
-Each sample jitters every box, adds Gaussian intensity noise and propagates; without
-noise a backend that keeps per-frame features encodes the slices only once.
-"""
+"""Prompt-jitter uncertainty of promptable models (aleatoric: where would the box be?)."""
 
 from __future__ import annotations
 
@@ -74,7 +70,8 @@ def prompt_tta(
     jitter : int
         Largest shift of a box edge in pixels (0: boxes fixed).
     noise_std : float
-        Standard deviation of the intensity noise, normalized units (0: off).
+        Standard deviation of the intensity noise, normalized units (0: off, and a backend
+        that keeps per-frame features encodes the frames only once).
     clamp : (float, float), optional
         Clamp noisy frames to this normalized range.
     include_clean : bool

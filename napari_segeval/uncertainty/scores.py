@@ -1,8 +1,4 @@
-"""Per-structure and per-case uncertainty scores (predictive entropy, not the AUV), filtering.
-
-The mean uncertainty over a region equals the area under its uncertainty-volume curve
-``F(t) = |{v : u_v > t}| / |R|`` (layer-cake identity).
-"""
+"""Per-structure and per-case uncertainty scores (predictive entropy, not the AUV), filtering."""
 
 from __future__ import annotations
 
@@ -59,7 +55,10 @@ def scored_region(labels: np.ndarray, label: int | None = None, band: int = 1) -
 
 
 def mean_uncertainty(uncertainty: np.ndarray, region: np.ndarray | None = None) -> float:
-    """Mean of ``u`` clipped to ``[0, 1]`` over ``region`` (``∫_0^1 F(t) dt``); NaN if empty."""
+    """Mean of ``u`` clipped to ``[0, 1]`` over ``region``, NaN if empty.
+
+    Equals ``∫_0^1 F(t) dt``, ``F(t) = |{v : u_v > t}| / |region|`` (layer-cake identity).
+    """
     u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
     if region is not None:
         u = u[np.asarray(region, dtype=bool)]
