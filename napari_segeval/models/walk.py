@@ -92,8 +92,8 @@ class Walk:
     Examples
     --------
     >>> w = Walk(3, Box(0, 0, 2, 2, index=3), "backward")
-    >>> w.frames(10).tolist(), w.box, w.conditioning
-    ([3, 2, 1, 0], Box(y0=0, x0=0, y1=2, x1=2, index=3, label=1), (3,))
+    >>> w.frames(10).tolist(), w.conditioning
+    ([3, 2, 1, 0], (3,))
     >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
     >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=6, positive=False)])
     >>> Walk.of(s, "backward").start, Walk.of(s, "forward").frames(8).tolist()
@@ -142,19 +142,9 @@ class Walk:
         return cls(start, prompts, order, prior_volume=prior_volume)
 
     @property
-    def key_index(self) -> int:
-        """Legacy name of :attr:`start`."""
-        return self.start
-
-    @property
     def label(self) -> int:
         """The structure id."""
         return self.prompts.label
-
-    @property
-    def box(self) -> Box | None:
-        """The first box on :attr:`start` (legacy code that takes one box), else None."""
-        return next((p for p in self.prompts.on(self.start) if isinstance(p, Box)), None)
 
     @property
     def conditioning(self) -> tuple[int, ...]:

@@ -82,7 +82,7 @@ def test_walks_equal_their_own_propagate_calls(model, ct):
     stop = WalkOptions(stop_when_empty=True)
     probs = model.propagate_walks(frames, walks, stop)
     for w, p in zip(walks, probs):
-        assert torch.equal(p, model.propagate(frames, w.key_index, w.box, w.order, options=stop))
+        assert torch.equal(p, model.propagate(frames, w.start, w.prompts, w.order, options=stop))
 
 
 @pytest.mark.slow
