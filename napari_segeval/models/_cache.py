@@ -14,7 +14,7 @@ from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval.models.catalogue import CatalogueEntry, get, size_text
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _TRUE = ("1", "on", "yes", "true")
 #: Bytes read at a time when hashing.
 _CHUNK = 8 << 20
@@ -111,13 +111,13 @@ def recorded_sha256(entry: CatalogueEntry, path: Path) -> str | None:
     :func:`pull` recorded (caches without symbolic links copy the blob)."""
     if path.is_symlink():
         name = Path(os.path.realpath(path)).name
-        if _SHA256.match(name):
+        if SHA256.match(name):
             return name
     try:
         text = record_path(entry).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return text if _SHA256.match(text) else None
+    return text if SHA256.match(text) else None
 
 
 def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
