@@ -133,17 +133,6 @@ class BuiltinPromptModel(UnitWindowModel):
                 "not points (no click channels); use boxes, or weights trained with clicks"
             )
 
-    def _frames(self, frames: Any) -> torch.Tensor:
-        """``frames`` as float32 ``(n, H, W)`` on the model's device (channels averaged)."""
-        import torch
-
-        x = torch.as_tensor(frames)
-        if x.ndim == 4:
-            x = x.mean(dim=-1)
-        if x.ndim != 3:
-            raise ValueError(f"frames must be (n, H, W) or (n, H, W, C), got {tuple(x.shape)}")
-        return x.to(self.device, torch.float32)
-
     def correct(
         self,
         frames: torch.Tensor | np.ndarray,

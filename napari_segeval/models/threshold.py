@@ -85,6 +85,17 @@ class UnitWindowModel(PromptableModel):
         description = f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1]{self.info_note}"
         return NormalizeInfo(hi - lo, 0.0, 1.0, description)
 
+    def _frames(self, frames: Any) -> torch.Tensor:
+        """``frames`` as float32 ``(n, H, W)`` on the model's device (channels averaged)."""
+        import torch
+
+        x = torch.as_tensor(frames).to(self.device, torch.float32)
+        if x.ndim == 4:
+            x = x.mean(dim=-1)
+        if x.ndim != 3:
+            raise ValueError(f"frames must be (n, H, W) or (n, H, W, C), got {tuple(x.shape)}")
+        return x
+
 
 class ThresholdPromptModel(UnitWindowModel):
     """Soft threshold at ``level`` (normalized units; ``gain``: its steepness) inside the
@@ -126,9 +137,7 @@ class ThresholdPromptModel(UnitWindowModel):
 
         from napari_segeval.models._prompt_walks import PriorWalk, start
 
-        x = torch.as_tensor(frames).to(self.device, torch.float32)
-        if x.ndim == 4:
-            x = x.mean(dim=-1)
+        x = self._frames(frames)
         states = [start(x, wk) for wk in walks]
 
         def step(group: list[PriorWalk], j: int) -> list:
