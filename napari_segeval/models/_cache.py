@@ -27,11 +27,6 @@ def cache_dir(environ: Any = None) -> Path:
 
     ``HF_HUB_CACHE`` (or ``HUGGINGFACE_HUB_CACHE``), else ``HF_HOME/hub``, else
     ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``.
-
-    Examples
-    --------
-    >>> cache_dir({"HF_HOME": "/data/hf"}), cache_dir({"HF_HUB_CACHE": "/tmp/hub"})
-    (PosixPath('/data/hf/hub'), PosixPath('/tmp/hub'))
     """
     env = os.environ if environ is None else environ
     direct = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
@@ -64,14 +59,7 @@ def repo_folder(entry: CatalogueEntry, cache: Path | None = None) -> Path:
 
 
 def snapshot_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
-    """Where the entry's file is in the cache once pulled (its pinned revision's snapshot).
-
-    Examples
-    --------
-    >>> from napari_segeval.models.catalogue import CATALOGUE
-    >>> snapshot_path(CATALOGUE["MedSAM2_latest"], Path("/c")).as_posix()
-    '/c/models--wanglab--MedSAM2/snapshots/e4a6f35edd7e091619cbc0750f462f1574e23955/MedSAM2_latest.pt'
-    """
+    """Where the entry's file is in the cache once pulled (its pinned revision's snapshot)."""
     return repo_folder(entry, cache) / "snapshots" / entry.revision / entry.filename
 
 

@@ -31,15 +31,7 @@ MAX_SPREAD = 2
 
 
 def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED_CHANGE) -> bool:
-    """Whether boolean changes ``change`` and ``before`` overlap by IoU >= ``threshold``.
-
-    Examples
-    --------
-    >>> a = torch.zeros(4, 4, dtype=torch.bool); a[:2] = True
-    >>> b = torch.zeros(4, 4, dtype=torch.bool); b[1:3] = True
-    >>> shared(a, a), shared(a, b), shared(a, b, 0.3), shared(a, ~a)
-    (True, False, True, False)
-    """
+    """Whether boolean changes ``change`` and ``before`` overlap by IoU >= ``threshold``."""
     union = int((change | before).sum())
     return union > 0 and int((change & before).sum()) / union >= threshold
 
@@ -47,11 +39,6 @@ def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED
 def confident(prob: torch.Tensor, min_confidence: float | None) -> bool:
     """The confidence stop's test on one slice: mean foreground probability (p > 0.5)
     at least ``min_confidence`` (:func:`~napari_segeval.propagation.walks.confidence_stop`).
-
-    Examples
-    --------
-    >>> confident(torch.tensor([0.9, 0.6, 0.1]), 0.8), confident(torch.zeros(3), 0.8)
-    (False, True)
     """
     fg = prob > 0.5
     if min_confidence is None or not bool(fg.any()):

@@ -40,14 +40,7 @@ def save_weights(net: Any, path: str | Path, config: dict) -> None:
 
 
 def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
-    """The frozen network and config of a weight file, read as data (ReadError names a bad file).
-
-    Examples
-    --------
-    >>> net, config = load_network()
-    >>> config["size"]
-    64
-    """
+    """The frozen network and config of a weight file, read as data (ReadError names a bad file)."""
     from napari_segeval.models._checkpoint import content_error, load_state_strict, read_checkpoint
     from napari_segeval.models._prompt_net import PromptUNet
 

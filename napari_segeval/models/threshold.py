@@ -41,19 +41,7 @@ class UnitWindowModel(PromptableModel):
         window: str | tuple[float, float] | None = None,
         ct_mapping: str = "window",
     ) -> torch.Tensor:
-        """Raw frames to float32 ``[0, 1]`` (:func:`napari_segeval.inference.windowing.to_unit`).
-
-        Examples
-        --------
-        >>> ThresholdPromptModel().preprocess(np.array([[[0, 255]]], np.uint8), "US").tolist()
-        [[[0.0, 1.0]]]
-        >>> from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-        >>> builtin = BuiltinPromptModel(device="cpu")
-        >>> builtin.preprocess(np.full((2, 4, 4, 3), 255, np.uint8), "US").shape
-        torch.Size([2, 4, 4])
-        >>> builtin.normalize_info("CT", "abdomen").raw_per_normalized_unit
-        400.0
-        """
+        """Raw frames to float32 ``[0, 1]`` (:func:`napari_segeval.inference.windowing.to_unit`)."""
         import torch
 
         arr = np.asarray(image)
@@ -74,13 +62,7 @@ class UnitWindowModel(PromptableModel):
         image: np.ndarray | None = None,
         ct_mapping: str = "window",
     ) -> NormalizeInfo:
-        """One normalized unit spans the window (CT), percentile range (MR) or 255 grey.
-
-        Examples
-        --------
-        >>> ThresholdPromptModel().normalize_info("US").raw_per_normalized_unit
-        255.0
-        """
+        """One normalized unit spans the window (CT), percentile range (MR) or 255 grey."""
         lo, hi = window_bounds(modality, window, image, ct_mapping)
         description = f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1]{self.info_note}"
         return NormalizeInfo(hi - lo, 0.0, 1.0, description)
@@ -100,14 +82,6 @@ class UnitWindowModel(PromptableModel):
 class ThresholdPromptModel(UnitWindowModel):
     """Soft threshold at ``level`` (normalized units; ``gain``: its steepness) inside the
     previous mask dilated by ``reach`` pixels per step.
-
-    Examples
-    --------
-    >>> frames = np.zeros((4, 8, 8), np.float32); frames[:, 2:6, 2:6] = 1
-    >>> m = ThresholdPromptModel()
-    >>> p = m.propagate(frames, 1, Box(2, 2, 6, 6, index=1), "forward")
-    >>> p.shape, int((p > 0.5).sum())
-    (torch.Size([3, 8, 8]), 48)
     """
 
     name = "threshold"

@@ -41,13 +41,7 @@ class StopReason(Enum):
 
 
 def n_visited(n_frames: int, key_index: int, order: Order) -> int:
-    """Number of frames ``propagate`` visits (and returns) for one direction.
-
-    Examples
-    --------
-    >>> n_visited(10, 4, "forward"), n_visited(10, 4, "backward")
-    (6, 5)
-    """
+    """Number of frames ``propagate`` visits (and returns) for one direction."""
     if not 0 <= key_index < n_frames:
         raise ValueError(f"key index {key_index} outside 0..{n_frames - 1}")
     if order == "forward":
@@ -58,13 +52,7 @@ def n_visited(n_frames: int, key_index: int, order: Order) -> int:
 
 
 def visit_indices(n_frames: int, key_index: int, order: Order) -> np.ndarray:
-    """Frame indices in visit order (element 0 is the key frame).
-
-    Examples
-    --------
-    >>> visit_indices(5, 2, "backward").tolist()
-    [2, 1, 0]
-    """
+    """Frame indices in visit order (element 0 is the key frame)."""
     step = 1 if order == "forward" else -1
     return key_index + step * np.arange(n_visited(n_frames, key_index, order))
 
@@ -88,16 +76,6 @@ class Walk:
         Legacy: a mask prompt on ``start`` instead of the box.
     prior_volume : optional ``(n, H, W)``
         Per-slice chain (:meth:`~napari_segeval.models.base.PromptableModel.propagate`).
-
-    Examples
-    --------
-    >>> w = Walk(3, Box(0, 0, 2, 2, index=3), "backward")
-    >>> w.frames(10).tolist(), w.conditioning
-    ([3, 2, 1, 0], (3,))
-    >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-    >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=6, positive=False)])
-    >>> Walk.of(s, "backward").start, Walk.of(s, "forward").frames(8).tolist()
-    (6, [2, 3, 4, 5, 6, 7])
     """
 
     start: int
@@ -166,15 +144,7 @@ class Walk:
         return visit_indices(n_frames, self.start, self.order)
 
     def last_conditioning_step(self) -> int:
-        """Visit position of the last conditioning frame on the way (no stop comes before it).
-
-        Examples
-        --------
-        >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-        >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=6)])
-        >>> Walk.of(s, "forward").last_conditioning_step(), Walk.of(s, "backward").last_conditioning_step()
-        (4, 4)
-        """
+        """Visit position of the last conditioning frame on the way (no stop comes before it)."""
         return abs(self.conditioning[-1] - self.start)
 
 
@@ -202,11 +172,6 @@ class WalkOptions:
         Return each walk as a :class:`WalkOutput` instead of a full tensor.
     features : optional
         The backend's per-case cache (``feature_cache()``), kept for the next call.
-
-    Examples
-    --------
-    >>> WalkOptions(stop_when_empty=True).grad
-    False
     """
 
     progress: Callable[[int, int], None] | None = None
@@ -232,15 +197,6 @@ class WalkOutput:
     probabilities, ``-inf`` for logits. Optional per frame: ``quality`` (the IoU head's
     estimate), ``agreement`` (mean Dice of jittered boxes' masks with its mask),
     ``presence`` (SAM2's object score). ``stopped``: a stop the backend made (``IOU``).
-
-    Examples
-    --------
-    >>> import torch
-    >>> out = WalkOutput([3, 4], [(1, 1, 2, 3), None], [torch.ones(1, 2), None], (3, 4))
-    >>> out.full().sum(dim=(1, 2)).tolist()
-    [2.0, 0.0]
-    >>> WalkOutput.from_full([0], torch.ones(1, 2, 2)).boxes
-    [(0, 0, 2, 2)]
     """
 
     frames: list
@@ -351,14 +307,7 @@ def step_walks(
 
 
 def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:
-    """The shared schedule: step ``j`` lists ``(walk number, frame)`` of the walks still going.
-
-    Examples
-    --------
-    >>> walks = [Walk(1, Box(0, 0, 1, 1), "forward"), Walk(1, Box(0, 0, 1, 1), "backward")]
-    >>> walk_steps(3, walks)
-    [[(0, 1), (1, 1)], [(0, 2), (1, 0)]]
-    """
+    """The shared schedule: step ``j`` lists ``(walk number, frame)`` of the walks still going."""
     seqs = [w.frames(n_frames).tolist() for w in walks]
     n = max((len(s) for s in seqs), default=0)
     return [[(i, s[j]) for i, s in enumerate(seqs) if j < len(s)] for j in range(n)]

@@ -33,12 +33,6 @@ class UNetConfig:
 class UNet3D(nn.Module):
     """Small 3D U-Net (:func:`~napari_segeval.models._blocks.conv_block` levels, strided
     down-sampling, transposed up-sampling, skips by concatenation) -> logits.
-
-    Examples
-    --------
-    >>> net = UNet3D(UNetConfig(num_classes=3, base_channels=4, levels=2))
-    >>> net(torch.zeros(1, 1, 8, 8, 8)).shape
-    torch.Size([1, 3, 8, 8, 8])
     """
 
     def __init__(self, config: UNetConfig) -> None:

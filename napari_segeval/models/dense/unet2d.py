@@ -61,14 +61,7 @@ class TrainConfig2D:
 
 
 def build_network(in_channels: int, num_classes: int, width: int = 12, levels: int = 4):
-    """A fresh 2D U-Net returning logits ``(N, num_classes, H, W)``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> build_network(3, 2, width=4, levels=2)(torch.zeros(1, 3, 8, 8)).shape
-    torch.Size([1, 2, 8, 8])
-    """
+    """A fresh 2D U-Net returning logits ``(N, num_classes, H, W)``."""
     from napari_segeval.models.dense.unet import UNet2D
 
     return UNet2D(int(in_channels), int(num_classes), int(width), int(levels))
@@ -77,11 +70,6 @@ def build_network(in_channels: int, num_classes: int, width: int = 12, levels: i
 def as_channels(image: np.ndarray, in_channels: int | None = None) -> np.ndarray:
     """A grey ``(H, W)`` or colour ``(H, W, 3|4)`` image as float32 ``(C, H, W)``, alpha dropped,
     grey repeated (or colour averaged) to ``in_channels``.
-
-    Examples
-    --------
-    >>> as_channels(np.zeros((4, 5, 4), np.uint8)).shape, as_channels(np.zeros((4, 5)), 3).shape
-    ((3, 4, 5), (3, 4, 5))
     """
     a = np.asarray(image, dtype=np.float32)
     if a.ndim == 2:
@@ -97,18 +85,7 @@ def as_channels(image: np.ndarray, in_channels: int | None = None) -> np.ndarray
 
 @contextlib.contextmanager
 def TorchThreads(n: int) -> Iterator[None]:
-    """Set torch's CPU thread count for a block and restore it.
-
-    Examples
-    --------
-    >>> import torch
-    >>> before = torch.get_num_threads()
-    >>> with TorchThreads(1):
-    ...     torch.get_num_threads()
-    1
-    >>> torch.get_num_threads() == before
-    True
-    """
+    """Set torch's CPU thread count for a block and restore it."""
     import torch
 
     old = torch.get_num_threads()
