@@ -61,11 +61,6 @@ class CatalogueEntry:
     card: ModelCard
     sha256: str | None = None
 
-    @property
-    def licence(self) -> str:
-        """Its licence: its card's."""
-        return self.card.licence
-
 
 # ----------------------------------------------------------------------------- MedSAM2
 _MEDSAM2_CARD = ModelCard(
@@ -193,11 +188,6 @@ class PackagedWeights:
     extra: str
     source: str
     card: ModelCard
-
-    @property
-    def licence(self) -> str:
-        """The weights' licence: their card's."""
-        return self.card.licence
 
 
 #: Weights shipped inside packages of the index, by registry name.
