@@ -14,7 +14,6 @@ import torch
 import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import (
-    CLICK_SIDE,  # noqa: F401 - the click window's side, read from here too
     PromptUNet,
     Region,
     bbox,
