@@ -173,10 +173,6 @@ class UNet2DModel:
             logits = resize2d(net(x.to(dev)), a.shape[1:], "bilinear")
             return logits.softmax(1)[0].cpu().numpy().astype(np.float32)
 
-    def segment_image(self, image: np.ndarray) -> np.ndarray:
-        """Label map ``(H, W)`` (uint8) of one image."""
-        return self.probabilities(image).argmax(0).astype(np.uint8)
-
     def segment(self, case, *, probabilities: bool = False):
         """Segment a 2D :class:`~napari_segeval.io.case.Case`; returns a ``DenseResult``."""
         from napari_segeval.models.dense._model import DenseResult
@@ -215,17 +211,10 @@ class UNet2DModel:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike, device: str | None = "cpu") -> UNet2DModel:
-        """Read a file of :meth:`save` as data and check its weights (ReadError names a bad file)."""
-        from napari_segeval.models._checkpoint import read_checkpoint
-
-        return cls.from_checkpoint(read_checkpoint(path, WHAT), path, device)
-
-    @classmethod
     def from_checkpoint(
         cls, data: Any, path: str | os.PathLike, device: str | None = "cpu"
     ) -> UNet2DModel:
-        """The model of a checkpoint already read from ``path`` (see :meth:`load`)."""
+        """The model of a file of :meth:`save` read as data from ``path`` (ReadError: a bad one)."""
         from napari_segeval.models._checkpoint import content_error
 
         if not isinstance(data, dict) or data.get("format") != FORMAT:
