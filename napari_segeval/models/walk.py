@@ -304,10 +304,3 @@ def step_walks(
                         add(len(s.frames) - j - 1)
                         if on_stop is not None:
                             on_stop(s, j + 1)
-
-
-def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:
-    """The shared schedule: step ``j`` lists ``(walk number, frame)`` of the walks still going."""
-    seqs = [w.frames(n_frames).tolist() for w in walks]
-    n = max((len(s) for s in seqs), default=0)
-    return [[(i, s[j]) for i, s in enumerate(seqs) if j < len(s)] for j in range(n)]

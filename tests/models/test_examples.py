@@ -174,11 +174,6 @@ False
 >>> visit_indices(5, 2, "backward").tolist()
 [2, 1, 0]
 """,
-    "napari_segeval.models.walk.walk_steps": """\
->>> walks = [Walk(1, Box(0, 0, 1, 1), "forward"), Walk(1, Box(0, 0, 1, 1), "backward")]
->>> walk_steps(3, walks)
-[[(0, 1), (1, 1)], [(0, 2), (1, 0)]]
-""",
 }
 
 
