@@ -114,11 +114,10 @@ def window_from_points(
     points: list[tuple[float, float, bool]], side: float = CLICK_SIDE
 ) -> tuple[float, float, float]:
     """Square window around the positive clicks of a frame with nothing else to go by."""
-    pos = [(math.floor(y + 0.5), math.floor(x + 0.5)) for y, x, positive in points if positive]
-    if not pos:
+    window = window_from_mask(None, points)
+    if window is None:
         raise ValueError("a window from points needs a positive point")
-    ys, xs = zip(*pos)
-    cy, cx, half = window_from_bbox(min(ys), min(xs), max(ys) + 1, max(xs) + 1)
+    cy, cx, half = window
     return cy, cx, max(half, float(side) / 2.0)
 
 
