@@ -454,11 +454,7 @@ def _declared_dense(model: object, ref: str) -> DenseModel | DenseBackend:
 
     if isinstance(model, (DenseModel, DenseBackend)):
         return model
-    missing = [
-        k
-        for k in ("segment", "name", "num_classes", "structures", "raw_per_normalized_unit")
-        if not hasattr(model, k)
-    ]
+    missing = [k for k in ("segment", *DenseBackend.__annotations__) if not hasattr(model, k)]
     raise SegEvalError(
         f"model factory {ref!r} returned a {type(model).__name__} without "
         f"{', '.join(missing)}: subclass napari_segeval.models.dense.DenseBackend "
