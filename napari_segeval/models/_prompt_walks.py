@@ -25,7 +25,7 @@ from napari_segeval.models._prompt_net import (
 )
 from napari_segeval.models.walk import Walk, WalkOptions, WalkOutput, step_walks
 from napari_segeval.prompts.box import Box
-from napari_segeval.prompts.prompt_set import MaskPrompt, Point
+from napari_segeval.prompts.prompt_set import MaskPrompt
 
 
 @dataclass
@@ -287,8 +287,3 @@ def run(
         s.boxes.extend([None] * (len(s.frames) - len(s.boxes)))
         s.values.extend([None] * (len(s.frames) - len(s.values)))
     return [WalkOutput(s.frames, s.boxes, s.values, (int(h), int(w))) for s in states]
-
-
-def needs_points(walks: list[Walk]) -> bool:
-    """Whether any walk carries a point prompt."""
-    return any(isinstance(p, Point) for w in walks for p in w.prompts.prompts)

@@ -118,9 +118,10 @@ class BuiltinPromptModel(UnitWindowModel):
     def check_walks(self, walks: list[Walk]) -> None:
         """Refuse point prompts when the weights have no click channels (one line)."""
         from napari_segeval._errors import InvalidPromptError
-        from napari_segeval.models._prompt_walks import needs_points
+        from napari_segeval.prompts.prompt_set import Point
 
-        if not self.takes_points and needs_points(walks):
+        points = any(isinstance(p, Point) for w in walks for p in w.prompts.prompts)
+        if not self.takes_points and points:
             raise InvalidPromptError(
                 f"{self.weights}: these built-in model weights take boxes and mask prompts, "
                 "not points (no click channels); use boxes, or weights trained with clicks"
