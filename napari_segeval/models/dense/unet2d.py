@@ -55,9 +55,7 @@ class TrainConfig2D:
 
     def to_dict(self) -> dict:
         """Plain dict (JSON)."""
-        d = asdict(self)
-        d["size"] = list(self.size)
-        return d
+        return {**asdict(self), "size": list(self.size)}
 
 
 def build_network(in_channels: int, num_classes: int, width: int = 12, levels: int = 4):
@@ -125,7 +123,7 @@ class UNet2DModel:
     @property
     def config(self) -> TrainConfig2D:
         """The training recipe."""
-        return TrainConfig2D(**{**self.meta["config"], "size": tuple(self.meta["config"]["size"])})
+        return TrainConfig2D(**self.meta["config"])  # its __post_init__ makes size a tuple
 
     #: Raw units per normalized unit: the protocols' attacks do not run on it (1.0).
     raw_per_normalized_unit: ClassVar[float] = 1.0
