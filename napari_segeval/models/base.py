@@ -315,7 +315,6 @@ class PromptableModel:
         box: Box | PromptSet,
         order: Order = "forward",
         *,
-        init_mask: torch.Tensor | np.ndarray | None = None,
         prior_volume: Any = None,
         options: WalkOptions = WALK_DEFAULTS,
     ) -> torch.Tensor:
@@ -331,8 +330,6 @@ class PromptableModel:
             A box in native coordinates of the start frame, or the structure's prompt set.
         order : {"forward", "backward"}
             Walk towards the last frame or towards frame 0.
-        init_mask : optional ``(H, W)``
-            Legacy: a mask prompt on the start frame instead of the box.
         prior_volume : optional ``(n, H, W)``
             Condition each frame on this volume at the previously visited frame instead
             of the model's own output (the attacks' per-slice chain); memory-bank
@@ -345,7 +342,7 @@ class PromptableModel:
         torch.Tensor
             ``(n_visited, H, W)`` foreground probabilities in visit order.
         """
-        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
+        walk = Walk(int(key_index), box, order, prior_volume)
         return self.propagate_walks(frames, [walk], replace(options, crops=False))[0]
 
     def propagate_logits(
@@ -355,10 +352,9 @@ class PromptableModel:
         box: Any,
         order: Order = "forward",
         *,
-        init_mask: Any = None,
         prior_volume: Any = None,
         options: WalkOptions = WALK_DEFAULTS,
     ) -> torch.Tensor:
         """Like :meth:`propagate` but native-size logits (:meth:`walk_logits`)."""
-        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
+        walk = Walk(int(key_index), box, order, prior_volume)
         return self.walk_logits(frames, [walk], replace(options, crops=False))[0]

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import InitVar, dataclass, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -72,8 +72,6 @@ class Walk:
         The structure's prompts; a Box is one box on ``start``.
     order : {"forward", "backward"}
         Towards the last frame or towards frame 0.
-    init_mask : optional ``(H, W)``
-        Legacy: a mask prompt on ``start`` instead of the box.
     prior_volume : optional ``(n, H, W)``
         Per-slice chain (:meth:`~napari_segeval.models.base.PromptableModel.propagate`).
     """
@@ -81,11 +79,10 @@ class Walk:
     start: int
     prompts: Any
     order: Order = "forward"
-    init_mask: InitVar[Any] = None
     prior_volume: Any = None
 
-    def __post_init__(self, init_mask: Any) -> None:
-        from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
+    def __post_init__(self) -> None:
+        from napari_segeval.prompts.prompt_set import PromptSet
 
         start = int(self.start)
         prompts = self.prompts
@@ -95,10 +92,6 @@ class Walk:
             )
         if not isinstance(prompts, PromptSet):
             raise TypeError(f"a walk takes a PromptSet or a Box, got {type(prompts).__name__}")
-        if init_mask is not None:
-            prompts = PromptSet(
-                prompts.label, (MaskPrompt(np.asarray(init_mask) > 0, start, prompts.label),)
-            )
         if not prompts.prompts:
             raise ValueError(f"structure {prompts.label}: a walk needs at least one prompt")
         if start not in prompts.frames:
