@@ -250,8 +250,7 @@ def is_reference(ref: str, kind: str) -> bool:
 
 def is_promptable(ref: str) -> bool:
     """Whether ``ref`` names a promptable model (not ``module:factory``: that counts as dense)."""
-    name = split_ref(ref)[0]
-    return name in PROMPTABLE or _catalogue_entry(name) is not None
+    return _network(ref) in PROMPTABLE
 
 
 def resolve_factory(ref: str) -> Any:
