@@ -20,11 +20,6 @@ class UNetConfig:
     base_channels: int = 8
     levels: int = 4
 
-    @property
-    def divisor(self) -> int:
-        """Input sizes must be multiples of this number."""
-        return 2 ** (self.levels - 1)
-
     def to_dict(self) -> dict:
         """Plain dict (for JSON)."""
         return asdict(self)
@@ -65,7 +60,7 @@ class UNet3D(nn.Module):
         return h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits for a batch ``(N, C, Z, Y, X)`` with sizes divisible by ``config.divisor``."""
+        """Logits for a batch ``(N, C, Z, Y, X)`` with sizes divisible by ``2 ** (levels - 1)``."""
         return self.head(self.features(x))
 
 
