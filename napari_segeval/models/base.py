@@ -47,22 +47,12 @@ class NormalizeInfo:
         produce (the clamp for perturbed inputs; per-channel: the loosest bound).
     description : str
         One line for people, e.g. ``"CT window W=400 L=40 -> [0, 1]"``.
-
-    Examples
-    --------
-    >>> info = NormalizeInfo(400.0, 0.0, 1.0, "CT window W=400 L=40 -> [0, 1]")
-    >>> info.to_raw(8 / 255)  # doctest: +ELLIPSIS
-    12.54...
     """
 
     raw_per_normalized_unit: float
     valid_min: float
     valid_max: float
     description: str = ""
-
-    def to_raw(self, eps_normalized: float) -> float:
-        """Convert an epsilon in normalized units to raw units."""
-        return float(eps_normalized) * self.raw_per_normalized_unit
 
 
 class Corrections(Enum):
