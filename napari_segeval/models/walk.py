@@ -117,13 +117,6 @@ class Walk:
         """The structure id."""
         return self.prompts.label
 
-    @property
-    def conditioning(self) -> tuple[int, ...]:
-        """The conditioning frames this walk visits, in visit order."""
-        step = 1 if self.order == "forward" else -1
-        frames = [f for f in self.prompts.frames if (f - self.start) * step >= 0]
-        return tuple(sorted(frames, reverse=step < 0))
-
     def prior_on(self, device: Any) -> Any:
         """:attr:`prior_volume` as a detached float32 tensor on ``device`` (None: none given)."""
         import torch
@@ -138,7 +131,8 @@ class Walk:
 
     def last_conditioning_step(self) -> int:
         """Visit position of the last conditioning frame on the way (no stop comes before it)."""
-        return abs(self.conditioning[-1] - self.start)
+        step = 1 if self.order == "forward" else -1
+        return max((f - self.start) * step for f in self.prompts.frames)
 
 
 @dataclass(frozen=True)

@@ -141,8 +141,8 @@ torch.Size([2, 4, 4])
 """,
     "napari_segeval.models.walk.Walk": """\
 >>> w = Walk(3, Box(0, 0, 2, 2, index=3), "backward")
->>> w.frames(10).tolist(), w.conditioning
-([3, 2, 1, 0], (3,))
+>>> w.frames(10).tolist(), w.last_conditioning_step()
+([3, 2, 1, 0], 0)
 >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
 >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=6, positive=False)])
 >>> Walk.of(s, "backward").start, Walk.of(s, "forward").frames(8).tolist()
