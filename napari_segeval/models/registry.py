@@ -348,8 +348,7 @@ def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -
 
 
 def _backend(name: str) -> Any:
-    """The class of a promptable name: ``from_registry(name, checkpoint, device, precision)``
-    builds it, ``declared_capabilities()`` says what it takes without weights."""
+    """The backend class of a promptable name (``from_registry``, ``declared_capabilities``)."""
     backend = PROMPTABLE[name].backend
     assert backend is not None  # every PROMPTABLE row names its class
     return backend.load()

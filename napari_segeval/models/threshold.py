@@ -166,8 +166,7 @@ class ThresholdPromptModel(UnitWindowModel):
         return prob
 
     def _point(self, frame: torch.Tensor, prob: torch.Tensor, point: Point) -> torch.Tensor:
-        """A positive point adds its region above ``level``; a negative one removes its
-        region of the current mask."""
+        """Add ``point``'s region above ``level`` (positive) or cut its region of the mask."""
         import torch
         from scipy import ndimage
 
