@@ -117,8 +117,8 @@ class UNet2DModel:
     meta: dict
     device: str | None = "cpu"
     _net: Any = field(default=None, repr=False, compare=False)
-    #: Where the weights came from, for error messages.
-    source: str = field(default="2D U-Net", repr=False, compare=False)
+    #: Where the weights came from, recorded in results and named in error messages.
+    name: str = field(default="2D U-Net", repr=False, compare=False)
 
     @property
     def config(self) -> TrainConfig2D:
@@ -127,11 +127,6 @@ class UNet2DModel:
 
     #: Raw units per normalized unit: the protocols' attacks do not run on it (1.0).
     raw_per_normalized_unit: ClassVar[float] = 1.0
-
-    @property
-    def name(self) -> str:
-        """Where the weights came from (:attr:`source`)."""
-        return self.source
 
     @property
     def num_classes(self) -> int:
@@ -153,7 +148,7 @@ class UNet2DModel:
             net = build_network(
                 self.meta["in_channels"], self.meta["num_classes"], cfg.width, cfg.levels
             )
-            load_state_strict(net, self.state_dict, self.source, WHAT, "the 2D U-Net")
+            load_state_strict(net, self.state_dict, self.name, WHAT, "the 2D U-Net")
             self._net = net.to(pick_device(self.device)).eval()
         return self._net
 
@@ -218,7 +213,7 @@ class UNet2DModel:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise content_error(path, WHAT, f"no format {FORMAT!r} entry")
         model = cls(
-            data.get("state_dict") or {}, data.get("meta") or {}, device=device, source=str(path)
+            data.get("state_dict") or {}, data.get("meta") or {}, device=device, name=str(path)
         )
         try:
             model.network()
