@@ -21,17 +21,7 @@ _NORMS: dict[str, Callable[[int, int], list[nn.Module]]] = {
 
 
 def conv_block(cin: int, cout: int, *, dims: int, norm: str = "instance") -> nn.Sequential:
-    """``(conv -> norm -> activation) x 2``: InstanceNorm + LeakyReLU(0.01) or BatchNorm + ReLU.
-
-    Examples
-    --------
-    >>> import torch
-    >>> b = conv_block(1, 4, dims=3)
-    >>> b(torch.zeros(1, 1, 4, 4, 4)).shape
-    torch.Size([1, 4, 4, 4, 4])
-    >>> sorted(conv_block(4, 8, dims=2, norm="batch").state_dict())[:3]
-    ['0.weight', '1.bias', '1.num_batches_tracked']
-    """
+    """``(conv -> norm -> activation) x 2``: InstanceNorm + LeakyReLU(0.01) or BatchNorm + ReLU."""
     if dims not in _CONV:
         raise ValueError(f"dims must be 2 or 3, got {dims}")
     if norm not in _NORMS:

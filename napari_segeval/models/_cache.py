@@ -14,7 +14,7 @@ from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval.models.catalogue import CatalogueEntry, get, size_text
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _TRUE = ("1", "on", "yes", "true")
 #: Bytes read at a time when hashing.
 _CHUNK = 8 << 20
@@ -27,11 +27,6 @@ def cache_dir(environ: Any = None) -> Path:
 
     ``HF_HUB_CACHE`` (or ``HUGGINGFACE_HUB_CACHE``), else ``HF_HOME/hub``, else
     ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``.
-
-    Examples
-    --------
-    >>> cache_dir({"HF_HOME": "/data/hf"}), cache_dir({"HF_HUB_CACHE": "/tmp/hub"})
-    (PosixPath('/data/hf/hub'), PosixPath('/tmp/hub'))
     """
     env = os.environ if environ is None else environ
     direct = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
@@ -64,14 +59,7 @@ def repo_folder(entry: CatalogueEntry, cache: Path | None = None) -> Path:
 
 
 def snapshot_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
-    """Where the entry's file is in the cache once pulled (its pinned revision's snapshot).
-
-    Examples
-    --------
-    >>> from napari_segeval.models.catalogue import CATALOGUE
-    >>> snapshot_path(CATALOGUE["MedSAM2_latest"], Path("/c")).as_posix()
-    '/c/models--wanglab--MedSAM2/snapshots/e4a6f35edd7e091619cbc0750f462f1574e23955/MedSAM2_latest.pt'
-    """
+    """Where the entry's file is in the cache once pulled (its pinned revision's snapshot)."""
     return repo_folder(entry, cache) / "snapshots" / entry.revision / entry.filename
 
 
@@ -111,13 +99,13 @@ def recorded_sha256(entry: CatalogueEntry, path: Path) -> str | None:
     :func:`pull` recorded (caches without symbolic links copy the blob)."""
     if path.is_symlink():
         name = Path(os.path.realpath(path)).name
-        if _SHA256.match(name):
+        if SHA256.match(name):
             return name
     try:
         text = record_path(entry).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return text if _SHA256.match(text) else None
+    return text if SHA256.match(text) else None
 
 
 def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:

@@ -85,15 +85,6 @@ def contains_code(path: str | Path) -> bool:
     return any(_imports_objects(s) for s in _pickle_streams(Path(path)))
 
 
-def code_refused(path: str | Path, what: str) -> ReadError:
-    """The one-line error for a file that contains pickled Python objects."""
-    return ReadError(
-        f"{path}: refused: this {what} contains Python code (pickled objects), which "
-        "napari-segeval never runs; re-save its state dict with "
-        "torch.save(model.state_dict(), ...)"
-    )
-
-
 def content_error(path: str | os.PathLike, what: str, detail: str) -> ReadError:
     """The one-line error for a readable file whose content is not a ``what``."""
     return ReadError(f"{path}: not a {what}: {detail}")
@@ -113,7 +104,11 @@ def read_checkpoint(path: str | os.PathLike, what: str) -> Any:
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - a bad file raises many types; none is shown
         if isinstance(exc, pickle.UnpicklingError) and contains_code(path):
-            raise code_refused(path, what) from None
+            raise ReadError(
+                f"{path}: refused: this {what} contains Python code (pickled objects), which "
+                "napari-segeval never runs; re-save its state dict with "
+                "torch.save(model.state_dict(), ...)"
+            ) from None
         raise ReadError(
             f"{path}: not a readable {what} (truncated, corrupt, or not a PyTorch file)"
         ) from None

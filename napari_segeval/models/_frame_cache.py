@@ -20,18 +20,7 @@ def _nbytes(tensors: list) -> int:
 
 
 class FrameStore:
-    """Features of one frames tensor kept between calls (bound to its identity and version).
-
-    Examples
-    --------
-    >>> import torch
-    >>> store, frames = FrameStore(), torch.zeros(2, 3)
-    >>> store.bind(frames, "float"), store.bind(frames, "float"), store.bind(frames, "pillow")
-    (False, True, False)
-    >>> _ = frames.add_(1)  # changed in place: the features no longer hold
-    >>> store.bind(frames, "float")
-    False
-    """
+    """Features of one frames tensor kept between calls (bound to its identity and version)."""
 
     def __init__(self) -> None:
         self.features: dict[int, list] = {}
@@ -74,16 +63,7 @@ class FrameStore:
 
 
 class FrameCache:
-    """Features of ``n`` frames within a budget; ``encode(a, b)``: a tensor list per frame.
-
-    Examples
-    --------
-    >>> import torch
-    >>> cache = FrameCache(lambda a, b: [[torch.full((1,), float(i))] for i in range(a, b)],
-    ...                    3, 1, None, [[0, 1], [1, 2]])
-    >>> [float(cache.get(t)[0]) for t in (0, 1, 1, 2)], cache.encoded
-    ([0.0, 1.0, 1.0, 2.0], 3)
-    """
+    """Features of ``n`` frames within a budget; ``encode(a, b)``: a tensor list per frame."""
 
     def __init__(
         self,

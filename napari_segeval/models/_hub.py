@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,21 +17,20 @@ from napari_segeval._atomic import atomic_write_text
 from napari_segeval._cancel import Cancelled, check_cancel
 from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError, WriteError
 from napari_segeval.models._cache import (
-    VERIFIED,
+    SHA256,
     cache_dir,
     endpoint,
+    hashed,
     local_path,
     offline,
     record_path,
     recorded_sha256,
     repo_folder,
-    sha256_file,
     snapshot_path,
     verify,
 )
 from napari_segeval.models.catalogue import CatalogueEntry, get, size_text, url
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 #: Seconds to wait for the hub's metadata answer.
 METADATA_TIMEOUT = 10.0
 #: Errors of a cache folder that cannot be written (read-only, full, over quota).
@@ -85,7 +83,7 @@ def _metadata(hub: Any, entry: CatalogueEntry) -> tuple[str, int | None]:
             "X-Repo-Commit header; a proxy in the way?)",
         )
     sha = (meta.etag or "").strip('"').lower()
-    if not _SHA256.match(sha):
+    if not SHA256.match(sha):
         raise ReadError(
             f"{address}: the hub publishes no SHA-256 for this file (ETag "
             f"{meta.etag!r}): refused, it could not be checked"
@@ -281,7 +279,7 @@ def pull(
     before = _existing(entry, sha)
     try:
         path = _download(hub, entry, progress, cancel)
-        digest = sha256_file(path, cancel)
+        digest = hashed(path, cancel)
         if digest != sha:
             raise ReadError(
                 f"{url(entry, endpoint())}: downloaded SHA-256 {digest[:12]}... is "
@@ -290,7 +288,6 @@ def pull(
     except BaseException:
         _remove_new(entry, sha, before)
         raise
-    VERIFIED[(str(path), path.stat().st_size, path.stat().st_mtime_ns)] = digest
     try:  # what caches without symbolic links keep of the hub's hash (see recorded_sha256)
         record_path(entry).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(record_path(entry), digest + "\n", overwrite=True)

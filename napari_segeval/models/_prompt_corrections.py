@@ -19,9 +19,9 @@ from napari_segeval.models._prompt_walks import (
     click_window,
     full,
     net_pass,
+    plan,
 )
-from napari_segeval.prompts.box import Box
-from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
+from napari_segeval.prompts.prompt_set import Point, PromptSet
 
 #: A click spreads to the next slice only when its change there overlaps the change on
 #: the slice before by at least this IoU (:func:`spread`).
@@ -31,15 +31,7 @@ MAX_SPREAD = 2
 
 
 def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED_CHANGE) -> bool:
-    """Whether boolean changes ``change`` and ``before`` overlap by IoU >= ``threshold``.
-
-    Examples
-    --------
-    >>> a = torch.zeros(4, 4, dtype=torch.bool); a[:2] = True
-    >>> b = torch.zeros(4, 4, dtype=torch.bool); b[1:3] = True
-    >>> shared(a, a), shared(a, b), shared(a, b, 0.3), shared(a, ~a)
-    (True, False, True, False)
-    """
+    """Whether boolean changes ``change`` and ``before`` overlap by IoU >= ``threshold``."""
     union = int((change | before).sum())
     return union > 0 and int((change & before).sum()) / union >= threshold
 
@@ -47,11 +39,6 @@ def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED
 def confident(prob: torch.Tensor, min_confidence: float | None) -> bool:
     """The confidence stop's test on one slice: mean foreground probability (p > 0.5)
     at least ``min_confidence`` (:func:`~napari_segeval.propagation.walks.confidence_stop`).
-
-    Examples
-    --------
-    >>> confident(torch.tensor([0.9, 0.6, 0.1]), 0.8), confident(torch.zeros(3), 0.8)
-    (False, True)
     """
     fg = prob > 0.5
     if min_confidence is None or not bool(fg.any()):
@@ -73,15 +60,13 @@ def _click_pass(
     x: torch.Tensor,
     f: int,
     prior: torch.Tensor,
-    box: Box | None,
-    mask: MaskPrompt | None,
-    points: tuple,
+    p: FramePlan,
 ) -> torch.Tensor | None:
-    """One click pass on frame ``f`` from ``prior``; None: nothing to refine."""
+    """One click pass of plan ``p`` on frame ``f`` from ``prior``; None: nothing to refine."""
     h, w = x.shape[1:]
-    window = click_window(FramePlan("step", box, mask, points), prior, points, (h, w))
-    planes = torch.stack([x[f], x[f], prior, box_plane(box, (h, w), x)])
-    return _pass(net, size, x, planes, window, [[(c.y, c.x, c.positive) for c in points]])
+    window = click_window(p, prior, p.points, (h, w))
+    planes = torch.stack([x[f], x[f], prior, box_plane(p.box, (h, w), x)])
+    return _pass(net, size, x, planes, window, [[(c.y, c.x, c.positive) for c in p.points]])
 
 
 def clicked_slice(
@@ -93,11 +78,7 @@ def clicked_slice(
     None: nothing to refine (a negative click where the previous mask is empty).
     """
     f = int(prompts.prompts[-1].index)
-    active = prompts.active(f)
-    box = active[0] if isinstance(active[0], Box) else None
-    mask = active[0] if isinstance(active[0], MaskPrompt) else None
-    points = tuple(p for p in active if isinstance(p, Point))
-    return _click_pass(net, size, x, f, previous, box, mask, points)
+    return _click_pass(net, size, x, f, previous, plan(prompts.active(f)))
 
 
 def _step_pass(
@@ -184,7 +165,7 @@ def spread(
             0 <= g < n and abs(g - f) <= MAX_SPREAD and g not in stops and bool(previous[g].any())
         ):
             check_cancel(cancel, "correction")
-            new = _click_pass(net, size, x, g, previous[g].float(), None, None, (point,))
+            new = _click_pass(net, size, x, g, previous[g].float(), plan((point,)))
             if new is None or not takes(new, point) or not confident(new, min_confidence):
                 break
             change = (new > 0.5) ^ previous[g]

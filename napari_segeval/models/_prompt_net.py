@@ -28,20 +28,7 @@ CLICK_SIDE = 64.0
 
 
 class PromptUNet(nn.Module):
-    """Small fully convolutional U-Net: 4 (or 6) input channels -> 1 foreground logit.
-
-    Examples
-    --------
-    >>> net = PromptUNet(width=8, depth=2).eval()
-    >>> net(torch.zeros(2, 4, 32, 32)).shape
-    torch.Size([2, 1, 32, 32])
-    >>> net6 = PromptUNet(width=8, depth=2, in_channels=6).eval()
-    >>> net6.takes_points
-    True
-    >>> x = torch.rand(1, 4, 32, 32)
-    >>> torch.equal(net6(x), net6(torch.cat([x, torch.zeros(1, 2, 32, 32)], 1)))
-    True
-    """
+    """Small fully convolutional U-Net: 4 (or 6) input channels -> 1 foreground logit."""
 
     def __init__(self, width: int = 12, depth: int = 3, in_channels: int = 4) -> None:
         super().__init__()
@@ -127,11 +114,10 @@ def window_from_points(
     points: list[tuple[float, float, bool]], side: float = CLICK_SIDE
 ) -> tuple[float, float, float]:
     """Square window around the positive clicks of a frame with nothing else to go by."""
-    pos = [(math.floor(y + 0.5), math.floor(x + 0.5)) for y, x, positive in points if positive]
-    if not pos:
+    window = window_from_mask(None, points)
+    if window is None:
         raise ValueError("a window from points needs a positive point")
-    ys, xs = zip(*pos)
-    cy, cx, half = window_from_bbox(min(ys), min(xs), max(ys) + 1, max(xs) + 1)
+    cy, cx, half = window
     return cy, cx, max(half, float(side) / 2.0)
 
 
@@ -200,15 +186,7 @@ def click_maps(
     size: int,
     radius: float = CLICK_RADIUS,
 ) -> torch.Tensor:
-    """Positive and negative click maps ``(B, 2, size, size)`` of each window's clicks.
-
-    Examples
-    --------
-    >>> w = torch.tensor([[8.0, 8.0, 8.0]])  # a 16-pixel window at the origin
-    >>> m = click_maps([[(3, 3, True), (12, 12, False)]], w, 16)
-    >>> m.shape, int(m[0, 0].sum()), int(m[0, 1].sum()), bool(m[0, 0, 3, 5])
-    (torch.Size([1, 2, 16, 16]), 21, 21, True)
-    """
+    """Positive and negative click maps ``(B, 2, size, size)`` of each window's clicks."""
     b = windows.shape[0]
     out = torch.zeros(b, 2, size, size, dtype=torch.float32, device=windows.device)
     if not any(points):

@@ -14,7 +14,6 @@ import torch
 import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import (
-    CLICK_SIDE,  # noqa: F401 - the click window's side, read from here too
     PromptUNet,
     Region,
     bbox,
@@ -26,7 +25,7 @@ from napari_segeval.models._prompt_net import (
 )
 from napari_segeval.models.walk import Walk, WalkOptions, WalkOutput, step_walks
 from napari_segeval.prompts.box import Box
-from napari_segeval.prompts.prompt_set import MaskPrompt, Point
+from napari_segeval.prompts.prompt_set import MaskPrompt
 
 
 @dataclass
@@ -70,17 +69,14 @@ def start(x: torch.Tensor, walk: Walk) -> PriorWalk:
     )
 
 
-def plan(s: PriorWalk, j: int) -> FramePlan:
-    """The passes of walk ``s`` on its ``j``-th frame."""
-    active = s.walk.prompts.active(s.frames[j])
-    first = active[0] if active else None
-    if isinstance(first, Box):
-        return FramePlan("box", first, None, active[1:])
-    if isinstance(first, MaskPrompt):
-        return FramePlan("mask", None, first, active[1:])
-    if active:
-        return FramePlan("none" if j == 0 else "step", None, None, active)
-    return FramePlan("step", None, None, ())
+def plan(active: tuple, first: bool = False) -> FramePlan:
+    """The passes on a frame of its ``active`` prompts (``first``: the walk's first frame)."""
+    base = active[0] if active else None
+    if isinstance(base, Box):
+        return FramePlan("box", base, None, active[1:])
+    if isinstance(base, MaskPrompt):
+        return FramePlan("mask", None, base, active[1:])
+    return FramePlan("none" if first and active else "step", None, None, active)
 
 
 def bbox_window(mask: torch.Tensor) -> tuple[float, float, float] | None:
@@ -280,7 +276,7 @@ def run(
     """Advance all walks together; each walk's :class:`~.walk.WalkOutput`."""
 
     def step(group: list[PriorWalk], j: int) -> list:
-        plans = [plan(s, j) for s in group]
+        plans = [plan(s.walk.prompts.active(s.frames[j]), j == 0) for s in group]
         pieces = base_pass(net, size, x, group, j, plans)
         pieces = click_passes(net, size, x, group, j, plans, pieces)
         return [record(s, piece, x) for s, piece in zip(group, pieces)]
@@ -291,8 +287,3 @@ def run(
         s.boxes.extend([None] * (len(s.frames) - len(s.boxes)))
         s.values.extend([None] * (len(s.frames) - len(s.values)))
     return [WalkOutput(s.frames, s.boxes, s.values, (int(h), int(w))) for s in states]
-
-
-def needs_points(walks: list[Walk]) -> bool:
-    """Whether any walk carries a point prompt."""
-    return any(isinstance(p, Point) for w in walks for p in w.prompts.prompts)

@@ -47,22 +47,12 @@ class NormalizeInfo:
         produce (the clamp for perturbed inputs; per-channel: the loosest bound).
     description : str
         One line for people, e.g. ``"CT window W=400 L=40 -> [0, 1]"``.
-
-    Examples
-    --------
-    >>> info = NormalizeInfo(400.0, 0.0, 1.0, "CT window W=400 L=40 -> [0, 1]")
-    >>> info.to_raw(8 / 255)  # doctest: +ELLIPSIS
-    12.54...
     """
 
     raw_per_normalized_unit: float
     valid_min: float
     valid_max: float
     description: str = ""
-
-    def to_raw(self, eps_normalized: float) -> float:
-        """Convert an epsilon in normalized units to raw units."""
-        return float(eps_normalized) * self.raw_per_normalized_unit
 
 
 class Corrections(Enum):
@@ -315,7 +305,6 @@ class PromptableModel:
         box: Box | PromptSet,
         order: Order = "forward",
         *,
-        init_mask: torch.Tensor | np.ndarray | None = None,
         prior_volume: Any = None,
         options: WalkOptions = WALK_DEFAULTS,
     ) -> torch.Tensor:
@@ -331,8 +320,6 @@ class PromptableModel:
             A box in native coordinates of the start frame, or the structure's prompt set.
         order : {"forward", "backward"}
             Walk towards the last frame or towards frame 0.
-        init_mask : optional ``(H, W)``
-            Legacy: a mask prompt on the start frame instead of the box.
         prior_volume : optional ``(n, H, W)``
             Condition each frame on this volume at the previously visited frame instead
             of the model's own output (the attacks' per-slice chain); memory-bank
@@ -345,7 +332,7 @@ class PromptableModel:
         torch.Tensor
             ``(n_visited, H, W)`` foreground probabilities in visit order.
         """
-        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
+        walk = Walk(int(key_index), box, order, prior_volume)
         return self.propagate_walks(frames, [walk], replace(options, crops=False))[0]
 
     def propagate_logits(
@@ -355,10 +342,9 @@ class PromptableModel:
         box: Any,
         order: Order = "forward",
         *,
-        init_mask: Any = None,
         prior_volume: Any = None,
         options: WalkOptions = WALK_DEFAULTS,
     ) -> torch.Tensor:
         """Like :meth:`propagate` but native-size logits (:meth:`walk_logits`)."""
-        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
+        walk = Walk(int(key_index), box, order, prior_volume)
         return self.walk_logits(frames, [walk], replace(options, crops=False))[0]

@@ -40,14 +40,7 @@ def save_weights(net: Any, path: str | Path, config: dict) -> None:
 
 
 def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
-    """The frozen network and config of a weight file, read as data (ReadError names a bad file).
-
-    Examples
-    --------
-    >>> net, config = load_network()
-    >>> config["size"]
-    64
-    """
+    """The frozen network and config of a weight file, read as data (ReadError names a bad file)."""
     from napari_segeval.models._checkpoint import content_error, load_state_strict, read_checkpoint
     from napari_segeval.models._prompt_net import PromptUNet
 
@@ -125,24 +118,14 @@ class BuiltinPromptModel(UnitWindowModel):
     def check_walks(self, walks: list[Walk]) -> None:
         """Refuse point prompts when the weights have no click channels (one line)."""
         from napari_segeval._errors import InvalidPromptError
-        from napari_segeval.models._prompt_walks import needs_points
+        from napari_segeval.prompts.prompt_set import Point
 
-        if not self.takes_points and needs_points(walks):
+        points = any(isinstance(p, Point) for w in walks for p in w.prompts.prompts)
+        if not self.takes_points and points:
             raise InvalidPromptError(
                 f"{self.weights}: these built-in model weights take boxes and mask prompts, "
                 "not points (no click channels); use boxes, or weights trained with clicks"
             )
-
-    def _frames(self, frames: Any) -> torch.Tensor:
-        """``frames`` as float32 ``(n, H, W)`` on the model's device (channels averaged)."""
-        import torch
-
-        x = torch.as_tensor(frames)
-        if x.ndim == 4:
-            x = x.mean(dim=-1)
-        if x.ndim != 3:
-            raise ValueError(f"frames must be (n, H, W) or (n, H, W, C), got {tuple(x.shape)}")
-        return x.to(self.device, torch.float32)
 
     def correct(
         self,

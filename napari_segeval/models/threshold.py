@@ -41,19 +41,7 @@ class UnitWindowModel(PromptableModel):
         window: str | tuple[float, float] | None = None,
         ct_mapping: str = "window",
     ) -> torch.Tensor:
-        """Raw frames to float32 ``[0, 1]`` (:func:`napari_segeval.inference.windowing.to_unit`).
-
-        Examples
-        --------
-        >>> ThresholdPromptModel().preprocess(np.array([[[0, 255]]], np.uint8), "US").tolist()
-        [[[0.0, 1.0]]]
-        >>> from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-        >>> builtin = BuiltinPromptModel(device="cpu")
-        >>> builtin.preprocess(np.full((2, 4, 4, 3), 255, np.uint8), "US").shape
-        torch.Size([2, 4, 4])
-        >>> builtin.normalize_info("CT", "abdomen").raw_per_normalized_unit
-        400.0
-        """
+        """Raw frames to float32 ``[0, 1]`` (:func:`napari_segeval.inference.windowing.to_unit`)."""
         import torch
 
         arr = np.asarray(image)
@@ -74,29 +62,26 @@ class UnitWindowModel(PromptableModel):
         image: np.ndarray | None = None,
         ct_mapping: str = "window",
     ) -> NormalizeInfo:
-        """One normalized unit spans the window (CT), percentile range (MR) or 255 grey.
-
-        Examples
-        --------
-        >>> ThresholdPromptModel().normalize_info("US").raw_per_normalized_unit
-        255.0
-        """
+        """One normalized unit spans the window (CT), percentile range (MR) or 255 grey."""
         lo, hi = window_bounds(modality, window, image, ct_mapping)
         description = f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1]{self.info_note}"
         return NormalizeInfo(hi - lo, 0.0, 1.0, description)
+
+    def _frames(self, frames: Any) -> torch.Tensor:
+        """``frames`` as float32 ``(n, H, W)`` on the model's device (channels averaged)."""
+        import torch
+
+        x = torch.as_tensor(frames).to(self.device, torch.float32)
+        if x.ndim == 4:
+            x = x.mean(dim=-1)
+        if x.ndim != 3:
+            raise ValueError(f"frames must be (n, H, W) or (n, H, W, C), got {tuple(x.shape)}")
+        return x
 
 
 class ThresholdPromptModel(UnitWindowModel):
     """Soft threshold at ``level`` (normalized units; ``gain``: its steepness) inside the
     previous mask dilated by ``reach`` pixels per step.
-
-    Examples
-    --------
-    >>> frames = np.zeros((4, 8, 8), np.float32); frames[:, 2:6, 2:6] = 1
-    >>> m = ThresholdPromptModel()
-    >>> p = m.propagate(frames, 1, Box(2, 2, 6, 6, index=1), "forward")
-    >>> p.shape, int((p > 0.5).sum())
-    (torch.Size([3, 8, 8]), 48)
     """
 
     name = "threshold"
@@ -126,9 +111,7 @@ class ThresholdPromptModel(UnitWindowModel):
 
         from napari_segeval.models._prompt_walks import PriorWalk, start
 
-        x = torch.as_tensor(frames).to(self.device, torch.float32)
-        if x.ndim == 4:
-            x = x.mean(dim=-1)
+        x = self._frames(frames)
         states = [start(x, wk) for wk in walks]
 
         def step(group: list[PriorWalk], j: int) -> list:
@@ -183,8 +166,7 @@ class ThresholdPromptModel(UnitWindowModel):
         return prob
 
     def _point(self, frame: torch.Tensor, prob: torch.Tensor, point: Point) -> torch.Tensor:
-        """A positive point adds its region above ``level``; a negative one removes its
-        region of the current mask."""
+        """Add ``point``'s region above ``level`` (positive) or cut its region of the mask."""
         import torch
         from scipy import ndimage
 

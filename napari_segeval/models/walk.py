@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import InitVar, dataclass, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,13 +41,7 @@ class StopReason(Enum):
 
 
 def n_visited(n_frames: int, key_index: int, order: Order) -> int:
-    """Number of frames ``propagate`` visits (and returns) for one direction.
-
-    Examples
-    --------
-    >>> n_visited(10, 4, "forward"), n_visited(10, 4, "backward")
-    (6, 5)
-    """
+    """Number of frames ``propagate`` visits (and returns) for one direction."""
     if not 0 <= key_index < n_frames:
         raise ValueError(f"key index {key_index} outside 0..{n_frames - 1}")
     if order == "forward":
@@ -58,13 +52,7 @@ def n_visited(n_frames: int, key_index: int, order: Order) -> int:
 
 
 def visit_indices(n_frames: int, key_index: int, order: Order) -> np.ndarray:
-    """Frame indices in visit order (element 0 is the key frame).
-
-    Examples
-    --------
-    >>> visit_indices(5, 2, "backward").tolist()
-    [2, 1, 0]
-    """
+    """Frame indices in visit order (element 0 is the key frame)."""
     step = 1 if order == "forward" else -1
     return key_index + step * np.arange(n_visited(n_frames, key_index, order))
 
@@ -84,30 +72,17 @@ class Walk:
         The structure's prompts; a Box is one box on ``start``.
     order : {"forward", "backward"}
         Towards the last frame or towards frame 0.
-    init_mask : optional ``(H, W)``
-        Legacy: a mask prompt on ``start`` instead of the box.
     prior_volume : optional ``(n, H, W)``
         Per-slice chain (:meth:`~napari_segeval.models.base.PromptableModel.propagate`).
-
-    Examples
-    --------
-    >>> w = Walk(3, Box(0, 0, 2, 2, index=3), "backward")
-    >>> w.frames(10).tolist(), w.box, w.conditioning
-    ([3, 2, 1, 0], Box(y0=0, x0=0, y1=2, x1=2, index=3, label=1), (3,))
-    >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-    >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=6, positive=False)])
-    >>> Walk.of(s, "backward").start, Walk.of(s, "forward").frames(8).tolist()
-    (6, [2, 3, 4, 5, 6, 7])
     """
 
     start: int
     prompts: Any
     order: Order = "forward"
-    init_mask: InitVar[Any] = None
     prior_volume: Any = None
 
-    def __post_init__(self, init_mask: Any) -> None:
-        from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
+    def __post_init__(self) -> None:
+        from napari_segeval.prompts.prompt_set import PromptSet
 
         start = int(self.start)
         prompts = self.prompts
@@ -117,10 +92,6 @@ class Walk:
             )
         if not isinstance(prompts, PromptSet):
             raise TypeError(f"a walk takes a PromptSet or a Box, got {type(prompts).__name__}")
-        if init_mask is not None:
-            prompts = PromptSet(
-                prompts.label, (MaskPrompt(np.asarray(init_mask) > 0, start, prompts.label),)
-            )
         if not prompts.prompts:
             raise ValueError(f"structure {prompts.label}: a walk needs at least one prompt")
         if start not in prompts.frames:
@@ -142,26 +113,9 @@ class Walk:
         return cls(start, prompts, order, prior_volume=prior_volume)
 
     @property
-    def key_index(self) -> int:
-        """Legacy name of :attr:`start`."""
-        return self.start
-
-    @property
     def label(self) -> int:
         """The structure id."""
         return self.prompts.label
-
-    @property
-    def box(self) -> Box | None:
-        """The first box on :attr:`start` (legacy code that takes one box), else None."""
-        return next((p for p in self.prompts.on(self.start) if isinstance(p, Box)), None)
-
-    @property
-    def conditioning(self) -> tuple[int, ...]:
-        """The conditioning frames this walk visits, in visit order."""
-        step = 1 if self.order == "forward" else -1
-        frames = [f for f in self.prompts.frames if (f - self.start) * step >= 0]
-        return tuple(sorted(frames, reverse=step < 0))
 
     def prior_on(self, device: Any) -> Any:
         """:attr:`prior_volume` as a detached float32 tensor on ``device`` (None: none given)."""
@@ -176,16 +130,9 @@ class Walk:
         return visit_indices(n_frames, self.start, self.order)
 
     def last_conditioning_step(self) -> int:
-        """Visit position of the last conditioning frame on the way (no stop comes before it).
-
-        Examples
-        --------
-        >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-        >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=6)])
-        >>> Walk.of(s, "forward").last_conditioning_step(), Walk.of(s, "backward").last_conditioning_step()
-        (4, 4)
-        """
-        return abs(self.conditioning[-1] - self.start)
+        """Visit position of the last conditioning frame on the way (no stop comes before it)."""
+        step = 1 if self.order == "forward" else -1
+        return max((f - self.start) * step for f in self.prompts.frames)
 
 
 @dataclass(frozen=True)
@@ -212,11 +159,6 @@ class WalkOptions:
         Return each walk as a :class:`WalkOutput` instead of a full tensor.
     features : optional
         The backend's per-case cache (``feature_cache()``), kept for the next call.
-
-    Examples
-    --------
-    >>> WalkOptions(stop_when_empty=True).grad
-    False
     """
 
     progress: Callable[[int, int], None] | None = None
@@ -242,15 +184,6 @@ class WalkOutput:
     probabilities, ``-inf`` for logits. Optional per frame: ``quality`` (the IoU head's
     estimate), ``agreement`` (mean Dice of jittered boxes' masks with its mask),
     ``presence`` (SAM2's object score). ``stopped``: a stop the backend made (``IOU``).
-
-    Examples
-    --------
-    >>> import torch
-    >>> out = WalkOutput([3, 4], [(1, 1, 2, 3), None], [torch.ones(1, 2), None], (3, 4))
-    >>> out.full().sum(dim=(1, 2)).tolist()
-    [2.0, 0.0]
-    >>> WalkOutput.from_full([0], torch.ones(1, 2, 2)).boxes
-    [(0, 0, 2, 2)]
     """
 
     frames: list
@@ -358,17 +291,3 @@ def step_walks(
                         add(len(s.frames) - j - 1)
                         if on_stop is not None:
                             on_stop(s, j + 1)
-
-
-def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:
-    """The shared schedule: step ``j`` lists ``(walk number, frame)`` of the walks still going.
-
-    Examples
-    --------
-    >>> walks = [Walk(1, Box(0, 0, 1, 1), "forward"), Walk(1, Box(0, 0, 1, 1), "backward")]
-    >>> walk_steps(3, walks)
-    [[(0, 1), (1, 1)], [(0, 2), (1, 0)]]
-    """
-    seqs = [w.frames(n_frames).tolist() for w in walks]
-    n = max((len(s) for s in seqs), default=0)
-    return [[(i, s[j]) for i, s in enumerate(seqs) if j < len(s)] for j in range(n)]

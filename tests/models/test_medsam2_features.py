@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from napari_segeval.models.medsam2._walks import FrameFeatures
-from napari_segeval.models.walk import Walk, walk_steps
+from napari_segeval.models.walk import Walk
 from napari_segeval.prompts.box import Box
 
 FRAME_BYTES = 4 * (2 * 4 * 4 + 2 * 2 * 2)  # the two float32 levels below
@@ -36,7 +36,8 @@ def _frames(n):
 
 
 def _reads(n, walks):
-    return [[f for _, f in step] for step in walk_steps(n, walks)]
+    seqs = [w.frames(n).tolist() for w in walks]  # the frames each step of the walks reads
+    return [[s[j] for s in seqs if j < len(s)] for j in range(max(map(len, seqs), default=0))]
 
 
 def _run(n, walks, block, budget):

@@ -187,7 +187,8 @@ def test_mask_prompt_equals_reference_add_new_mask(setup, reference):
     tmp, _, model, frames = setup
     sub = frames[KEY:].clone()
     prior = BOX.to_mask((H, W))
-    ours = model.propagate_logits(sub, 0, BOX, "forward", init_mask=prior)
+    mask = PromptSet.of([MaskPrompt(prior, 0)])
+    ours = model.propagate_logits(sub, 0, mask, "forward")
     state = reference.init_state(video_path=str(_jpegs(tmp, sub.shape[0])))
     state["images"] = model.model_input(sub)
     state["cached_features"] = {}
@@ -196,7 +197,7 @@ def test_mask_prompt_equals_reference_add_new_mask(setup, reference):
     torch.testing.assert_close(ours, ref, rtol=1e-4, atol=1e-4)
     assert torch.equal(ours > 0, ref > 0)
     # the probabilities are the logits' sigmoid
-    probs = model.propagate(sub, 0, BOX, "forward", init_mask=prior)
+    probs = model.propagate(sub, 0, mask, "forward")
     torch.testing.assert_close(probs, torch.sigmoid(ours))
 
 

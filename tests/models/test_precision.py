@@ -70,7 +70,7 @@ def test_the_machine_check_reads_torch():
         torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
     )
     assert (reason is None) == bool(supported)
-    assert P.machine_supports(Precision.FP32, "cpu")
+    assert P.precision_reason(Precision.FP32, "cpu") is None
 
 
 def test_the_registry_refuses_before_loading(with_bf16, monkeypatch):

@@ -103,7 +103,7 @@ def test_a_mask_prompt_is_its_frame_output_without_a_pass(model):
 
 
 def test_points_only_start_from_nothing_in_a_default_window(model):
-    from napari_segeval.models._prompt_walks import CLICK_SIDE
+    from napari_segeval.models._prompt_net import CLICK_SIDE
 
     s = PromptSet.of([Point(20, 24, index=0), Point(21, 26, index=0)])
     out = model.propagate(_frames(3), 0, s, "forward")

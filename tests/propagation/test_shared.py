@@ -17,7 +17,7 @@ import torch
 from napari_segeval._cancel import Cancelled
 from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 from napari_segeval.models.threshold import ThresholdPromptModel
-from napari_segeval.models.walk import Walk, WalkOptions, walk_steps
+from napari_segeval.models.walk import Walk, WalkOptions
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import boxes_from_labels
 from napari_segeval.propagation import PropagationOptions, propagate_case
@@ -82,7 +82,7 @@ def test_walks_equal_their_own_propagate_calls(model, ct):
     stop = WalkOptions(stop_when_empty=True)
     probs = model.propagate_walks(frames, walks, stop)
     for w, p in zip(walks, probs):
-        assert torch.equal(p, model.propagate(frames, w.key_index, w.box, w.order, options=stop))
+        assert torch.equal(p, model.propagate(frames, w.start, w.prompts, w.order, options=stop))
 
 
 @pytest.mark.slow
@@ -161,13 +161,3 @@ def test_walks_one_after_the_other_count_the_steps_of_all():
     )
     assert [tuple(p.shape) for p in probs] == [(4, 10, 10), (3, 10, 10)]
     assert seen == [(i, 7) for i in range(1, 8)]
-
-
-def test_walk_steps_advance_every_walk_together():
-    walks = [Walk(1, Box(0, 0, 1, 1), "forward"), Walk(3, Box(0, 0, 1, 1), "backward")]
-    assert walk_steps(5, walks) == [
-        [(0, 1), (1, 3)],
-        [(0, 2), (1, 2)],
-        [(0, 3), (1, 1)],
-        [(0, 4), (1, 0)],
-    ]

@@ -56,12 +56,6 @@ def load_unet_weights(path: Path, device: Any, name: str | None = None) -> Dense
 
     A ``builtin-2d`` file gives a UNet2DModel; a plain state dict takes
     :data:`~napari_segeval.models.dense.BUILTIN_PLANS` updated from its ``FILE.json``.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS
-    >>> load_unet_weights(BUILTIN_CT_WEIGHTS, "cpu").structures[2]
-    'spleen'
     """
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
@@ -114,14 +108,7 @@ def load_torchscript(path: Path, device: Any, trust: bool) -> DenseModel | UNet2
 def load_path(
     path: Path, device: Any, *, trust_torchscript: bool = False
 ) -> DenseModel | UNet2DModel:
-    """A dense model from an existing path: nnU-Net folder, TorchScript file or weights file.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS
-    >>> load_path(BUILTIN_CT_WEIGHTS, "cpu").name == str(BUILTIN_CT_WEIGHTS)
-    True
-    """
+    """A dense model from an existing path: nnU-Net folder, TorchScript file or weights file."""
     path = Path(path)
     if path.is_dir():
         from napari_segeval.models.dense._nnunet import load_nnunet_folder

@@ -330,11 +330,8 @@ class DenseModel:
             "intensity": self.intensity.to_dict() if self.intensity else None,
             "raw_per_normalized_unit": self.raw_per_normalized_unit,
             "in_channels": self.in_channels,
-            "channel_intensity": (
-                [s.to_dict() if s else None for s in self.channel_intensity]
-                if self.channel_intensity
-                else None
-            ),
+            "channel_intensity": [s.to_dict() if s else None for s in self.channel_intensity]
+            or None,
             "mr_minmax": self.mr_minmax,
             "mirror_axes": list(self.mirror_axes),
             "device": str(self.device),

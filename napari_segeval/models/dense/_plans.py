@@ -52,13 +52,6 @@ def channel_stats(plans: dict, name: str) -> tuple[int, tuple[IntensityStats | N
 
     ``in_channels`` from ``config`` or the top level (default 1); ``intensity``: one
     statistics dict, a list with one dict (or null) per channel, or null.
-
-    Examples
-    --------
-    >>> n, stats = channel_stats({"in_channels": 2, "intensity": [
-    ...     {"lower": 0, "upper": 1, "mean": 0.5, "std": 0.2}, None]}, "toy")
-    >>> n, stats[0].std, stats[1]
-    (2, 0.2, None)
     """
     n = int(plans.get("config", {}).get("in_channels", plans.get("in_channels", 1)))
     if n < 1:
@@ -85,14 +78,6 @@ def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: di
     Plans keys: ``num_classes`` (or ``config.num_classes``), ``patch_size``, ``spacing``,
     ``structures``, ``intensity``/``in_channels`` (:func:`channel_stats`), ``mr_minmax``,
     ``organs``/``lesions``/``lesion_min_mm3``/``lesion_mode``, ``mirror_axes``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> plans = {"num_classes": 2, "patch_size": [4, 4, 4], "structures": {"1": "blob"}}
-    >>> m = model_from_plans(plans, torch.nn.Conv3d(1, 2, 1), "toy", "cpu", {})
-    >>> m.num_classes, m.structures, m.patch_size, m.spacing
-    (2, {1: 'blob'}, (4, 4, 4), None)
     """
     structures = {int(k): str(v) for k, v in plans.get("structures", {}).items()}
     num_classes = int(plans.get("config", {}).get("num_classes", plans.get("num_classes", 0)))

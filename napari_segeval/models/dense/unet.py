@@ -20,11 +20,6 @@ class UNetConfig:
     base_channels: int = 8
     levels: int = 4
 
-    @property
-    def divisor(self) -> int:
-        """Input sizes must be multiples of this number."""
-        return 2 ** (self.levels - 1)
-
     def to_dict(self) -> dict:
         """Plain dict (for JSON)."""
         return asdict(self)
@@ -33,12 +28,6 @@ class UNetConfig:
 class UNet3D(nn.Module):
     """Small 3D U-Net (:func:`~napari_segeval.models._blocks.conv_block` levels, strided
     down-sampling, transposed up-sampling, skips by concatenation) -> logits.
-
-    Examples
-    --------
-    >>> net = UNet3D(UNetConfig(num_classes=3, base_channels=4, levels=2))
-    >>> net(torch.zeros(1, 1, 8, 8, 8)).shape
-    torch.Size([1, 3, 8, 8, 8])
     """
 
     def __init__(self, config: UNetConfig) -> None:
@@ -71,7 +60,7 @@ class UNet3D(nn.Module):
         return h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits for a batch ``(N, C, Z, Y, X)`` with sizes divisible by ``config.divisor``."""
+        """Logits for a batch ``(N, C, Z, Y, X)`` with sizes divisible by ``2 ** (levels - 1)``."""
         return self.head(self.features(x))
 
 

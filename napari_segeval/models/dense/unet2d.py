@@ -55,20 +55,11 @@ class TrainConfig2D:
 
     def to_dict(self) -> dict:
         """Plain dict (JSON)."""
-        d = asdict(self)
-        d["size"] = list(self.size)
-        return d
+        return {**asdict(self), "size": list(self.size)}
 
 
 def build_network(in_channels: int, num_classes: int, width: int = 12, levels: int = 4):
-    """A fresh 2D U-Net returning logits ``(N, num_classes, H, W)``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> build_network(3, 2, width=4, levels=2)(torch.zeros(1, 3, 8, 8)).shape
-    torch.Size([1, 2, 8, 8])
-    """
+    """A fresh 2D U-Net returning logits ``(N, num_classes, H, W)``."""
     from napari_segeval.models.dense.unet import UNet2D
 
     return UNet2D(int(in_channels), int(num_classes), int(width), int(levels))
@@ -77,11 +68,6 @@ def build_network(in_channels: int, num_classes: int, width: int = 12, levels: i
 def as_channels(image: np.ndarray, in_channels: int | None = None) -> np.ndarray:
     """A grey ``(H, W)`` or colour ``(H, W, 3|4)`` image as float32 ``(C, H, W)``, alpha dropped,
     grey repeated (or colour averaged) to ``in_channels``.
-
-    Examples
-    --------
-    >>> as_channels(np.zeros((4, 5, 4), np.uint8)).shape, as_channels(np.zeros((4, 5)), 3).shape
-    ((3, 4, 5), (3, 4, 5))
     """
     a = np.asarray(image, dtype=np.float32)
     if a.ndim == 2:
@@ -97,18 +83,7 @@ def as_channels(image: np.ndarray, in_channels: int | None = None) -> np.ndarray
 
 @contextlib.contextmanager
 def TorchThreads(n: int) -> Iterator[None]:
-    """Set torch's CPU thread count for a block and restore it.
-
-    Examples
-    --------
-    >>> import torch
-    >>> before = torch.get_num_threads()
-    >>> with TorchThreads(1):
-    ...     torch.get_num_threads()
-    1
-    >>> torch.get_num_threads() == before
-    True
-    """
+    """Set torch's CPU thread count for a block and restore it."""
     import torch
 
     old = torch.get_num_threads()
@@ -142,21 +117,16 @@ class UNet2DModel:
     meta: dict
     device: str | None = "cpu"
     _net: Any = field(default=None, repr=False, compare=False)
-    #: Where the weights came from, for error messages.
-    source: str = field(default="2D U-Net", repr=False, compare=False)
+    #: Where the weights came from, recorded in results and named in error messages.
+    name: str = field(default="2D U-Net", repr=False, compare=False)
 
     @property
     def config(self) -> TrainConfig2D:
         """The training recipe."""
-        return TrainConfig2D(**{**self.meta["config"], "size": tuple(self.meta["config"]["size"])})
+        return TrainConfig2D(**self.meta["config"])  # its __post_init__ makes size a tuple
 
     #: Raw units per normalized unit: the protocols' attacks do not run on it (1.0).
     raw_per_normalized_unit: ClassVar[float] = 1.0
-
-    @property
-    def name(self) -> str:
-        """Where the weights came from (:attr:`source`)."""
-        return self.source
 
     @property
     def num_classes(self) -> int:
@@ -178,7 +148,7 @@ class UNet2DModel:
             net = build_network(
                 self.meta["in_channels"], self.meta["num_classes"], cfg.width, cfg.levels
             )
-            load_state_strict(net, self.state_dict, self.source, WHAT, "the 2D U-Net")
+            load_state_strict(net, self.state_dict, self.name, WHAT, "the 2D U-Net")
             self._net = net.to(pick_device(self.device)).eval()
         return self._net
 
@@ -195,10 +165,6 @@ class UNet2DModel:
             x = resize2d(torch.from_numpy((a - mean) / std)[None], self.config.size, "bilinear")
             logits = resize2d(net(x.to(dev)), a.shape[1:], "bilinear")
             return logits.softmax(1)[0].cpu().numpy().astype(np.float32)
-
-    def segment_image(self, image: np.ndarray) -> np.ndarray:
-        """Label map ``(H, W)`` (uint8) of one image."""
-        return self.probabilities(image).argmax(0).astype(np.uint8)
 
     def segment(self, case, *, probabilities: bool = False):
         """Segment a 2D :class:`~napari_segeval.io.case.Case`; returns a ``DenseResult``."""
@@ -238,23 +204,16 @@ class UNet2DModel:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike, device: str | None = "cpu") -> UNet2DModel:
-        """Read a file of :meth:`save` as data and check its weights (ReadError names a bad file)."""
-        from napari_segeval.models._checkpoint import read_checkpoint
-
-        return cls.from_checkpoint(read_checkpoint(path, WHAT), path, device)
-
-    @classmethod
     def from_checkpoint(
         cls, data: Any, path: str | os.PathLike, device: str | None = "cpu"
     ) -> UNet2DModel:
-        """The model of a checkpoint already read from ``path`` (see :meth:`load`)."""
+        """The model of a file of :meth:`save` read as data from ``path`` (ReadError: a bad one)."""
         from napari_segeval.models._checkpoint import content_error
 
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise content_error(path, WHAT, f"no format {FORMAT!r} entry")
         model = cls(
-            data.get("state_dict") or {}, data.get("meta") or {}, device=device, source=str(path)
+            data.get("state_dict") or {}, data.get("meta") or {}, device=device, name=str(path)
         )
         try:
             model.network()
