@@ -93,14 +93,6 @@ def clip_zscore(image: np.ndarray, stats: IntensityStats) -> np.ndarray:
 def minmax_scale(image: np.ndarray) -> tuple[np.ndarray, float]:
     """``(image - min) / (max - min)`` as float32, and ``max - min``: ROG's MR step (a
     constant image: 0 and 1, where their code divides by zero).
-
-    Examples
-    --------
-    >>> out, rng = minmax_scale(np.array([10.0, 20.0, 30.0]))
-    >>> out.tolist(), rng
-    ([0.0, 0.5, 1.0], 20.0)
-    >>> minmax_scale(np.full(3, 7.0))[1]
-    1.0
     """
     a = np.asarray(image, np.float32)
     lo, hi = float(a.min()), float(a.max())
@@ -119,15 +111,6 @@ def channel_intensity_stats(
 ) -> tuple[IntensityStats, ...]:
     """:func:`foreground_intensity_stats` per channel of ``(image (C, *spatial), labels)``
     pairs; ``minmax``: each channel through :func:`minmax_scale` first.
-
-    Examples
-    --------
-    >>> img = np.stack([np.arange(8.0).reshape(2, 4), 100 + np.arange(8.0).reshape(2, 4)])
-    >>> lab = np.ones((2, 4), np.uint8)
-    >>> [s.mean for s in channel_intensity_stats([(img, lab)], 2)]
-    [3.5, 103.5]
-    >>> channel_intensity_stats([(img, lab)], 2, minmax=True)[1].mean
-    0.5
     """
     rng = np.random.default_rng(0)
     chunks: list[list] = [[] for _ in range(n_channels)]

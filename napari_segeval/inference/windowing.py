@@ -31,13 +31,6 @@ def ct_bounds(
 ) -> tuple[float, float]:
     """Raw HU mapped to 0 and 255 (``hu`` for ``"minmax"``; a constant clipped volume gives
     ``(v, v)``: all 0, where MedSAM2 divides by zero).
-
-    Examples
-    --------
-    >>> ct_bounds(None, 40, 400)
-    (-160.0, 240.0)
-    >>> ct_bounds(np.array([-1000.0, 100.0]), -600, 1500, "minmax")
-    (-1000.0, 100.0)
     """
     lo, hi = level - width / 2.0, level + width / 2.0
     if ct_mapping not in CT_MAPPINGS:
@@ -100,13 +93,7 @@ def _to_255(arr: np.ndarray, clip: tuple[float, float], lo: float, hi: float) ->
 
 
 def mr_bounds(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> tuple[float, float]:
-    """Percentiles ``lower`` and ``upper`` of the non-zero voxels (``(0, 0)`` if none).
-
-    Examples
-    --------
-    >>> mr_bounds(np.array([0.0, 1.0, 2.0, 3.0, 4.0, 100.0]), 0, 75)
-    (1.0, 4.0)
-    """
+    """Percentiles ``lower`` and ``upper`` of the non-zero voxels (``(0, 0)`` if none)."""
     if not 0 <= lower < upper <= 100:
         raise SegEvalError(f"need 0 <= lower < upper <= 100, got {lower}, {upper}")
     nonzero = np.asarray(image)[np.asarray(image) != 0]

@@ -180,12 +180,6 @@ class FusedDecoder:
 def inference_decoder(net: LiteMedSAMNet, device: torch.device) -> FusedDecoder | None:
     """The decoder a backend runs without gradients: a :class:`FusedDecoder` on a CPU with
     oneDNN, else None (the module).
-
-    Examples
-    --------
-    >>> net = LiteMedSAMNet().prepare_inference()
-    >>> type(inference_decoder(net, torch.device("cpu"))).__name__
-    'FusedDecoder'
     """
     from ._fused import mkldnn_available
 

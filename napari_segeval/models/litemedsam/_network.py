@@ -95,13 +95,7 @@ def chunked(
 
 
 def rows_per_band(width: int, channels: int, batch: int = 1, floats: int = CHUNK_FLOATS) -> int:
-    """Rows of a ``width x channels`` map per band of about ``floats`` floats (at least 1).
-
-    Examples
-    --------
-    >>> rows_per_band(256, 256), rows_per_band(256, 256, floats=1)
-    (32, 1)
-    """
+    """Rows of a ``width x channels`` map per band of about ``floats`` floats (at least 1)."""
     return max(1, int(floats) // max(1, width * channels * batch))
 
 

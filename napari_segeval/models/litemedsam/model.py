@@ -53,14 +53,7 @@ class Box3D:
 
     @classmethod
     def from_mask(cls, mask: np.ndarray, label: int, value: int) -> Box3D | None:
-        """The box of a ``(n, H, W)`` mask, or None when it is empty.
-
-        Examples
-        --------
-        >>> m = np.zeros((5, 6, 6), bool); m[1, 1, 2] = m[3, 4, 1] = True
-        >>> Box3D.from_mask(m, 2, 1)
-        Box3D(label=2, value=1, xyxy=(1, 1, 2, 4), z0=1, z1=3)
-        """
+        """The box of a ``(n, H, W)`` mask, or None when it is empty."""
         zs, ys, xs = np.nonzero(mask)
         if zs.size == 0:
             return None
@@ -94,17 +87,7 @@ def video_span(image: np.ndarray | None) -> tuple[float, float]:
 def to_uint8(
     image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
 ) -> np.ndarray:
-    """Raw intensities -> the authors' uint8 (module doc).
-
-    Examples
-    --------
-    >>> to_uint8(np.array([[-200.0, 40.0, 500.0]]), "CT").tolist()
-    [[0, 127, 255]]
-    >>> to_uint8(np.array([[0.0, 10.0, 20.0, 30.0]]), "MR").tolist()
-    [[0, 0, 127, 255]]
-    >>> to_uint8(np.array([[0, 1000, 4000]]), "US").tolist()
-    [[0, 63, 255]]
-    """
+    """Raw intensities -> the authors' uint8 (module doc)."""
     from napari_segeval.inference.windowing import (
         DEFAULT_CT_WINDOW,
         apply_window,
@@ -197,14 +180,7 @@ class LiteMedSAMModel(PromptableModel):
     def preprocess(
         self, image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
     ) -> torch.Tensor:
-        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255.
-
-        Examples
-        --------
-        >>> m = LiteMedSAMModel.__new__(LiteMedSAMModel)
-        >>> m.preprocess(np.full((2, 8, 8), 40.0), "CT").max().item()
-        0.4980392158031464
-        """
+        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255."""
         import torch
 
         arr = np.asarray(image)

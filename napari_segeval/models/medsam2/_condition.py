@@ -31,14 +31,7 @@ def prompt_points(
     image_size: int,
     device: Any,
 ) -> dict:
-    """SAM point inputs from native ``(x, y)`` pixels, as ``add_new_points_or_box``.
-
-    Examples
-    --------
-    >>> p = prompt_points([(10.0, 20.0)], [1], (100, 200), 512, "cpu")
-    >>> p["point_coords"].tolist(), p["point_labels"].tolist()
-    ([[[25.600000381469727, 102.4000015258789]]], [[1]])
-    """
+    """SAM point inputs from native ``(x, y)`` pixels, as ``add_new_points_or_box``."""
     import torch
 
     coords = torch.tensor(xy, dtype=torch.float32).reshape(1, len(xy), 2)
@@ -145,13 +138,5 @@ def condition_structure(
 
 
 def reading_order(prompts: PromptSet) -> list[int]:
-    """Conditioning frames in the order of their first prompt (the predictor's order).
-
-    Examples
-    --------
-    >>> from napari_segeval.prompts.prompt_set import Point
-    >>> reading_order(PromptSet.of([Box(0, 0, 2, 2, index=5), Point(1, 1, index=2),
-    ...                             Point(1, 1, index=5)]))
-    [5, 2]
-    """
+    """Conditioning frames in the order of their first prompt (the predictor's order)."""
     return list(dict.fromkeys(int(p.index) for p in prompts.prompts))

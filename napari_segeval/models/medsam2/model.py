@@ -117,14 +117,7 @@ class MedSAM2Model(PromptableModel):
 
     # -- preprocessing -------------------------------------------------
     def with_options(self, *, resize: str | None = None) -> MedSAM2Model:
-        """A copy sharing the network, with other options (``resize``).
-
-        Examples
-        --------
-        >>> m = MedSAM2Model.__new__(MedSAM2Model); m.resize = "float"
-        >>> m.with_options(resize="pillow").resize, m.resize
-        ('pillow', 'float')
-        """
+        """A copy sharing the network, with other options (``resize``)."""
         import copy
 
         other = copy.copy(self)
@@ -311,13 +304,6 @@ def load_sam2(
     ``image_size`` None: the network's own (512 MedSAM2, 1024 SAM2.1); smaller sizes serve
     CPU tests. MissingDependencyError without the ``medsam2`` extra; ReadError (one line
     naming the file) for a missing, unreadable, pickled-code, mismatched or other-size file.
-
-    Examples
-    --------
-    >>> load_sam2("sam2.1-small", "no/such/sam2.1_hiera_small.pt")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: no/such/sam2.1_hiera_small.pt: SAM2.1 checkpoint not found
     """
     network = load_network(path, arch=arch, image_size=image_size)
     return MedSAM2Model(
@@ -326,13 +312,5 @@ def load_sam2(
 
 
 def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) -> MedSAM2Model:
-    """Load a MedSAM2 checkpoint strictly and safely: :func:`load_sam2` of ``"medsam2"``.
-
-    Examples
-    --------
-    >>> load_medsam2("no/such/MedSAM2_latest.pt")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: no/such/MedSAM2_latest.pt: MedSAM2 checkpoint not found
-    """
+    """Load a MedSAM2 checkpoint strictly and safely: :func:`load_sam2` of ``"medsam2"``."""
     return load_sam2("medsam2", path, device=device, encode_batch=encode_batch)
