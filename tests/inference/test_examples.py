@@ -28,14 +28,6 @@ EXAMPLES = {
 >>> minmax_scale(np.full(3, 7.0))[1]
 1.0
 """,
-    "napari_segeval.inference.intensity.channel_intensity_stats": """\
->>> img = np.stack([np.arange(8.0).reshape(2, 4), 100 + np.arange(8.0).reshape(2, 4)])
->>> lab = np.ones((2, 4), np.uint8)
->>> [s.mean for s in channel_intensity_stats([(img, lab)], 2)]
-[3.5, 103.5]
->>> round(channel_intensity_stats([(img, lab)], 2, minmax=True)[1].mean, 6)
-0.5
-""",
     "napari_segeval.inference.resample.resample_to_shape": """\
 >>> resample_to_shape(np.arange(4.0).reshape(1, 4), (1, 2), order=1)
 array([[0.5, 2.5]], dtype=float32)
