@@ -47,9 +47,12 @@ def ct_bounds(
     return float(np.clip(arr.min(), lo, hi)), float(np.clip(arr.max(), lo, hi))
 
 
-def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
-    """``(level, width)`` of a preset of :data:`CT_WINDOWS` (any case), ``"W,L"`` such as
-    ``"400,40"`` (width first, as radiologists write ``W/L``) or a pair ``(width, level)``."""
+def parse_window(spec: str | Sequence[float] | None = None) -> tuple[float, float]:
+    """``(level, width)`` of a preset of :data:`CT_WINDOWS` (any case; None: the default),
+    ``"W,L"`` such as ``"400,40"`` (width first, as radiologists write ``W/L``) or a pair
+    ``(width, level)``."""
+    if spec is None:
+        spec = DEFAULT_CT_WINDOW
     if isinstance(spec, str):
         key = spec.strip().lower()
         if key in CT_WINDOWS:
@@ -122,7 +125,7 @@ def window_bounds(
     anything else ``(0, 255)``."""
     mod = (modality or "other").upper()
     if mod == "CT":
-        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+        level, width = parse_window(window)
         lo, hi = ct_bounds(image, level, width, ct_mapping)
         return (lo, hi) if hi > lo else (lo, lo + 1e-6)
     if mod in ("MR", "PET"):

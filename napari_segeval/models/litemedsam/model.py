@@ -88,18 +88,12 @@ def to_uint8(
     image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
 ) -> np.ndarray:
     """Raw intensities -> the authors' uint8 (module doc)."""
-    from napari_segeval.inference.windowing import (
-        DEFAULT_CT_WINDOW,
-        apply_window,
-        check_finite,
-        mr_clip,
-        parse_window,
-    )
+    from napari_segeval.inference.windowing import apply_window, check_finite, mr_clip, parse_window
 
     arr = check_finite(np.asarray(image))
     mod = (modality or "other").lower()
     if mod == "ct":
-        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+        level, width = parse_window(window)
         return apply_window(arr, level, width, ct_mapping).astype(np.uint8)
     if mod in VIDEO:
         f = arr.astype(np.float64)

@@ -11,12 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._errors import InvalidImageError
-from napari_segeval.inference.windowing import (
-    DEFAULT_CT_WINDOW,
-    apply_window,
-    mr_clip,
-    parse_window,
-)
+from napari_segeval.inference.windowing import apply_window, mr_clip, parse_window
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -33,7 +28,7 @@ def to_uint8_range(
     arr = np.asarray(image)
     mod = modality.lower()
     if mod in _CT:
-        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+        level, width = parse_window(window)
         scaled = apply_window(arr, level, width, ct_mapping)
     elif mod in ("rgb", "video", "us", "endoscopy"):
         scaled = np.clip(np.asarray(arr, dtype=np.float32), 0, 255)

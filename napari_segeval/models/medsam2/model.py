@@ -14,11 +14,7 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
-from napari_segeval.inference.windowing import (
-    DEFAULT_CT_WINDOW,
-    parse_window,
-    window_bounds,
-)
+from napari_segeval.inference.windowing import parse_window, window_bounds
 from napari_segeval.models._frame_cache import DEFAULT_CACHE_MB, FrameStore
 from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableModel
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
@@ -150,7 +146,7 @@ class MedSAM2Model(PromptableModel):
         raw_lo, raw_hi = window_bounds(modality, window, image, ct_mapping)
         per = (raw_hi - raw_lo) * min(IMAGENET_STD)
         if modality.lower() in _CT:
-            level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+            level, width = parse_window(window)
             how = "" if ct_mapping == "window" else f", clipped volume {raw_lo:g}..{raw_hi:g}"
             source, step = f"CT window W={width:g} L={level:g}{how}", "ImageNet"
         else:
