@@ -127,7 +127,6 @@ class MaskPrompt:
 
 
 Prompt = Box | Point | MaskPrompt
-PROMPT_TYPES = (Box, Point, MaskPrompt)
 
 
 def describe(prompt: Prompt, where: str = "slice") -> str:
@@ -166,7 +165,7 @@ class PromptSet:
             raise ValueError(f"structure id must be >= 1, got {label}")
         prompts = tuple(self.prompts)
         for p in prompts:
-            if not isinstance(p, PROMPT_TYPES):
+            if not isinstance(p, Prompt):
                 raise TypeError(f"not a prompt: {p!r}")
             if p.label != label:
                 raise ValueError(f"prompt {p!r} is for structure {p.label}, not {label}")

@@ -610,8 +610,3 @@ class LiteMedSAMNet(nn.Module):
         sparse = self.prompt_encoder.embed_boxes(boxes.to(embedding.device))
         dense = self.prompt_encoder.no_mask_embed.weight.reshape(1, -1, 1, 1)
         return self.mask_decoder(embedding, self.dense_pe().to(embedding.dtype), sparse, dense)
-
-
-def parameter_count(net: nn.Module) -> int:
-    """Number of parameters (LiteMedSAM: 9.8 M)."""
-    return sum(int(p.numel()) for p in net.parameters())

@@ -73,16 +73,6 @@ ARCHITECTURES: dict[str, Architecture] = {
 }
 
 
-def _has(module: str) -> bool:
-    """Whether ``module`` can be imported (without importing it)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def import_sam2() -> None:
     """Import the optional packages (``sam2``, ``hydra``) or raise MissingDependencyError."""
     hint = (

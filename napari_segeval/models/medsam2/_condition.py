@@ -41,15 +41,6 @@ def prompt_points(
     return {"point_coords": coords.to(device), "point_labels": lab.to(device)}
 
 
-def concat_points(old: dict | None, new: dict) -> dict:
-    """Points added to a frame's earlier points (``sam2.utils.misc.concat_points``)."""
-    import torch
-
-    if old is None:
-        return new
-    return {k: torch.cat([old[k], new[k]], dim=1) for k in ("point_coords", "point_labels")}
-
-
 def mask_input(mask: Any, image_size: int, device: Any) -> torch.Tensor:
     """A mask prompt resized to the model's input size as ``add_new_mask`` does."""
     import torch
@@ -68,6 +59,8 @@ def _inputs(
     prompt: Any, points: dict, hw: tuple[int, int], size: int, device: Any
 ) -> tuple[dict | None, Any]:
     """``(point_inputs, mask_inputs)`` of one call; updates ``points`` (per frame)."""
+    from sam2.utils.misc import concat_points
+
     f = prompt.index
     if isinstance(prompt, MaskPrompt):
         points.pop(f, None)
@@ -79,7 +72,7 @@ def _inputs(
         points[f] = new  # clear_old_points=True
     else:
         new = prompt_points([(prompt.x, prompt.y)], [1 if prompt.positive else 0], hw, size, device)
-        points[f] = concat_points(points.get(f), new)
+        points[f] = concat_points(points.get(f), new["point_coords"], new["point_labels"])
     return points[f], None
 
 

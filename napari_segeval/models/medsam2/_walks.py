@@ -47,9 +47,6 @@ class FrameFeatures(FrameCache):
             self.store.extra["pos"] = self._pos
         return [[f[i : i + 1] for f in out["backbone_fpn"]] for i in range(b - a)]
 
-    def __contains__(self, t: int) -> bool:
-        return int(t) in self._kept
-
     def read(self, t: int) -> tuple[list, list, list]:
         """Flattened ``(vision_feats, vision_pos_embeds, feat_sizes)`` of frame ``t`` (one read)."""
         fpn = super().get(t)
