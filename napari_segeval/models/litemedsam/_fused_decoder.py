@@ -27,8 +27,7 @@ def _lin(*layers: torch.nn.Linear) -> _Lin:
 
 
 def _transposed(conv: torch.nn.ConvTranspose2d) -> _Lin:
-    """A 2 x 2, stride 2 transposed convolution as a projection of each token to its
-    sub-pixels, ordered ``(i, j, channel)``."""
+    """A 2 x 2, stride 2 transposed conv as each token's projection to ``(i, j, channel)``."""
     w, bias = conv.weight.detach().float(), conv.bias  # (in, out, 2, 2)
     assert bias is not None
     cin, cout = int(w.shape[0]), int(w.shape[1])

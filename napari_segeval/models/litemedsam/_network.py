@@ -199,8 +199,7 @@ class Stage(nn.Module):
 
 
 def _offset_index(window: int) -> tuple[int, torch.Tensor]:
-    """The count of relative offsets in a window and each pair of positions' offset id
-    ``(N, N)``: ``|dy| * window + |dx|``, the authors' order of first appearance."""
+    """Offset count and each position pair's id ``|dy| * window + |dx|`` (the authors' order)."""
     yx = torch.tensor(list(itertools.product(range(window), range(window))))
     d = (yx[:, None] - yx[None]).abs()
     return window * window, d[..., 0] * window + d[..., 1]

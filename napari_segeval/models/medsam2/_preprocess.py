@@ -106,6 +106,3 @@ def resize_bicubic(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     mx = torch.as_tensor(pil_bicubic_matrix(w_in, size[1]), dtype=images.dtype)
     my, mx = my.to(images.device), mx.to(images.device)
     return my @ images @ mx.T
-
-
-__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "pillow_resize", "resize_bicubic", "to_uint8_range"]

@@ -208,8 +208,7 @@ def run_walks(
 
 
 def reads(states: list[MemoryWalk], cond_frames: dict[int, list[int]]) -> list[list[int]]:
-    """Frames read at each step: the conditioning frames at step 0, then each walk's
-    frame where it tracks."""
+    """Frames read at each step: the conditioning frames at step 0, then where each walk tracks."""
     steps = [[f for frames in cond_frames.values() for f in frames]]
     for step in range(1, max((len(s.frames) for s in states), default=1)):
         steps.append(

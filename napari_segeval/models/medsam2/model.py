@@ -82,8 +82,7 @@ class MedSAM2Model(PromptableModel):
                 f"{twin.architecture} reads, not {name}: use --model {twin.architecture}"
             )
         network = load_network(Path(checkpoint), arch=name)
-        dev = None if device == "auto" else device
-        return cls(network, device=dev, name=ARCHITECTURES[name].name)
+        return cls(network, device=device, name=ARCHITECTURES[name].name)
 
     def __init__(
         self,
