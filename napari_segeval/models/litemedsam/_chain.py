@@ -88,15 +88,12 @@ def jittered_boxes(box: list[int], n: int, seed: int) -> list[list[int]]:
 
 
 def agreement(logits: torch.Tensor, jittered: torch.Tensor) -> float:
-    """Mean Dice of the mask of ``logits`` and each mask of ``jittered`` (one more leading
-    axis); 1 where both are empty.
-    """
-    ref = (logits.detach() > 0).flatten()
-    dice = []
-    for j in jittered.detach():
-        m = (j > 0).flatten()
-        total = int(ref.sum()) + int(m.sum())
-        dice.append(1.0 if total == 0 else 2.0 * int((ref & m).sum()) / total)
+    """Mean :func:`~napari_segeval.metrics.overlap.mask_dice` of the mask of ``logits`` and
+    each mask of ``jittered`` (one more leading axis)."""
+    from napari_segeval.metrics.overlap import mask_dice
+
+    ref = (logits.detach() > 0).cpu().numpy()
+    dice = [mask_dice(ref, (j > 0).cpu().numpy()) for j in jittered.detach()]
     return float(np.mean(dice)) if dice else float("nan")
 
 
