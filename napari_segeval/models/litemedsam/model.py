@@ -54,15 +54,14 @@ class Box3D:
     @classmethod
     def from_mask(cls, mask: np.ndarray, label: int, value: int) -> Box3D | None:
         """The box of a ``(n, H, W)`` mask, or None when it is empty."""
-        zs, ys, xs = np.nonzero(mask)
-        if zs.size == 0:
+        from napari_segeval.metrics.surface import bounding_box
+
+        box = bounding_box(np.asarray(mask))
+        if box is None:
             return None
+        z, y, x = box
         return cls(
-            int(label),
-            int(value),
-            (int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())),
-            int(zs.min()),
-            int(zs.max()),
+            int(label), int(value), (x.start, y.start, x.stop - 1, y.stop - 1), z.start, z.stop - 1
         )
 
     @property
