@@ -1,7 +1,7 @@
 """Foreground intensity statistics, percentile clipping and z-scoring (nnU-Net CT scheme).
 
-From the voxels under a training set's reference labels, one set per channel (ROG's MR
-handling, Daza et al. 2021, min-max scales each channel first).
+From the voxels under a training set's reference labels; ROG's MR handling (Daza et al.
+2021) min-max scales each channel first.
 """
 
 from __future__ import annotations
@@ -60,22 +60,16 @@ def foreground_intensity_stats(
     """Statistics of the voxels under ``labels > 0`` over ``(image, labels)`` pairs, at most
     ``max_per_case`` of a case drawn at random (seed 0; None: all)."""
     rng = np.random.default_rng(0)
-    chunks = [_foreground_sample(image, labels, rng, max_per_case) for image, labels in pairs]
-    return _stats_of(chunks, source)
-
-
-def _foreground_sample(image, labels, rng, max_per_case: int | None) -> np.ndarray:
-    if np.shape(image) != np.shape(labels):
-        raise SegEvalError(
-            f"image shape {np.shape(image)} and labels shape {np.shape(labels)} differ"
-        )
-    vals = np.asarray(image)[np.asarray(labels) > 0].astype(np.float64)
-    if max_per_case is not None and vals.size > max_per_case:
-        vals = rng.choice(vals, max_per_case, replace=False)
-    return vals
-
-
-def _stats_of(chunks: list, source: str) -> IntensityStats:
+    chunks = []
+    for image, labels in pairs:
+        if np.shape(image) != np.shape(labels):
+            raise SegEvalError(
+                f"image shape {np.shape(image)} and labels shape {np.shape(labels)} differ"
+            )
+        vals = np.asarray(image)[np.asarray(labels) > 0].astype(np.float64)
+        if max_per_case is not None and vals.size > max_per_case:
+            vals = rng.choice(vals, max_per_case, replace=False)
+        chunks.append(vals)
     allv = np.concatenate(chunks) if chunks else np.zeros(0)
     if allv.size == 0:
         raise SegEvalError("no foreground voxels to compute intensity statistics from")
@@ -93,52 +87,9 @@ def clip_zscore(image: np.ndarray, stats: IntensityStats) -> np.ndarray:
 def minmax_scale(image: np.ndarray) -> tuple[np.ndarray, float]:
     """``(image - min) / (max - min)`` as float32, and ``max - min``: ROG's MR step (a
     constant image: 0 and 1, where their code divides by zero).
-
-    Examples
-    --------
-    >>> out, rng = minmax_scale(np.array([10.0, 20.0, 30.0]))
-    >>> out.tolist(), rng
-    ([0.0, 0.5, 1.0], 20.0)
-    >>> minmax_scale(np.full(3, 7.0))[1]
-    1.0
     """
     a = np.asarray(image, np.float32)
     lo, hi = float(a.min()), float(a.max())
     if not hi > lo:
         return np.zeros_like(a), 1.0
     return ((a - np.float32(lo)) / np.float32(hi - lo)).astype(np.float32), hi - lo
-
-
-def channel_intensity_stats(
-    pairs: Iterable[tuple[np.ndarray, np.ndarray]],
-    n_channels: int,
-    *,
-    minmax: bool = False,
-    max_per_case: int | None = 100_000,
-    source: str = "given",
-) -> tuple[IntensityStats, ...]:
-    """:func:`foreground_intensity_stats` per channel of ``(image (C, *spatial), labels)``
-    pairs; ``minmax``: each channel through :func:`minmax_scale` first.
-
-    Examples
-    --------
-    >>> img = np.stack([np.arange(8.0).reshape(2, 4), 100 + np.arange(8.0).reshape(2, 4)])
-    >>> lab = np.ones((2, 4), np.uint8)
-    >>> [s.mean for s in channel_intensity_stats([(img, lab)], 2)]
-    [3.5, 103.5]
-    >>> channel_intensity_stats([(img, lab)], 2, minmax=True)[1].mean
-    0.5
-    """
-    rng = np.random.default_rng(0)
-    chunks: list[list] = [[] for _ in range(n_channels)]
-    for image, labels in pairs:
-        image = np.asarray(image)
-        if image.ndim != np.ndim(labels) + 1 or image.shape[0] != n_channels:
-            raise SegEvalError(
-                f"image shape {image.shape} is not {n_channels} channels over "
-                f"labels of shape {np.shape(labels)}"
-            )
-        for c in range(n_channels):
-            channel = minmax_scale(image[c])[0] if minmax else image[c]
-            chunks[c].append(_foreground_sample(channel, labels, rng, max_per_case))
-    return tuple(_stats_of(ch, source) for ch in chunks)

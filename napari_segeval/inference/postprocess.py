@@ -125,13 +125,7 @@ def postprocess(
 
 
 def config_from_mapping(d: Mapping) -> PostprocessConfig:
-    """Build a :class:`PostprocessConfig` from a (JSON) mapping.
-
-    Examples
-    --------
-    >>> config_from_mapping({"organs": [1], "lesion_min_mm3": {"5": 10}}).lesion_min_mm3
-    {5: 10.0}
-    """
+    """Build a :class:`PostprocessConfig` from a (JSON) mapping."""
     return PostprocessConfig(
         organs=tuple(int(k) for k in d.get("organs", ())),
         lesions=tuple(int(k) for k in d.get("lesions", ())),

@@ -31,13 +31,6 @@ def ct_bounds(
 ) -> tuple[float, float]:
     """Raw HU mapped to 0 and 255 (``hu`` for ``"minmax"``; a constant clipped volume gives
     ``(v, v)``: all 0, where MedSAM2 divides by zero).
-
-    Examples
-    --------
-    >>> ct_bounds(None, 40, 400)
-    (-160.0, 240.0)
-    >>> ct_bounds(np.array([-1000.0, 100.0]), -600, 1500, "minmax")
-    (-1000.0, 100.0)
     """
     lo, hi = level - width / 2.0, level + width / 2.0
     if ct_mapping not in CT_MAPPINGS:
@@ -54,9 +47,12 @@ def ct_bounds(
     return float(np.clip(arr.min(), lo, hi)), float(np.clip(arr.max(), lo, hi))
 
 
-def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
-    """``(level, width)`` of a preset of :data:`CT_WINDOWS` (any case), ``"W,L"`` such as
-    ``"400,40"`` (width first, as radiologists write ``W/L``) or a pair ``(width, level)``."""
+def parse_window(spec: str | Sequence[float] | None = None) -> tuple[float, float]:
+    """``(level, width)`` of a preset of :data:`CT_WINDOWS` (any case; None: the default),
+    ``"W,L"`` such as ``"400,40"`` (width first, as radiologists write ``W/L``) or a pair
+    ``(width, level)``."""
+    if spec is None:
+        spec = DEFAULT_CT_WINDOW
     if isinstance(spec, str):
         key = spec.strip().lower()
         if key in CT_WINDOWS:
@@ -100,13 +96,7 @@ def _to_255(arr: np.ndarray, clip: tuple[float, float], lo: float, hi: float) ->
 
 
 def mr_bounds(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> tuple[float, float]:
-    """Percentiles ``lower`` and ``upper`` of the non-zero voxels (``(0, 0)`` if none).
-
-    Examples
-    --------
-    >>> mr_bounds(np.array([0.0, 1.0, 2.0, 3.0, 4.0, 100.0]), 0, 75)
-    (1.0, 4.0)
-    """
+    """Percentiles ``lower`` and ``upper`` of the non-zero voxels (``(0, 0)`` if none)."""
     if not 0 <= lower < upper <= 100:
         raise SegEvalError(f"need 0 <= lower < upper <= 100, got {lower}, {upper}")
     nonzero = np.asarray(image)[np.asarray(image) != 0]
@@ -135,7 +125,7 @@ def window_bounds(
     anything else ``(0, 255)``."""
     mod = (modality or "other").upper()
     if mod == "CT":
-        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+        level, width = parse_window(window)
         lo, hi = ct_bounds(image, level, width, ct_mapping)
         return (lo, hi) if hi > lo else (lo, lo + 1e-6)
     if mod in ("MR", "PET"):

@@ -62,12 +62,6 @@ def most_wrong_slice(
 ) -> int | None:
     """The slice with the most wrong voxels (FN + FP; ties: the lowest) among ``allowed``
     (boolean per slice), or None; :func:`napari_segeval.metrics.worst_slice` ranks by Dice.
-
-    Examples
-    --------
-    >>> r = np.zeros((4, 2, 2), bool); r[1] = r[3] = True
-    >>> most_wrong_slice(r, np.zeros_like(r), allowed=[False, False, True, True])
-    3
     """
     fn, fp = slice_errors(reference, prediction)
     wrong = (fn + fp).astype(np.int64)

@@ -23,13 +23,7 @@ FORMAT = "napari-segeval/prompts/1"
 
 
 def encode_mask(mask: np.ndarray) -> dict:
-    """Run-length encoding of a 2D boolean mask (C order, first run is background).
-
-    Examples
-    --------
-    >>> encode_mask(np.array([[0, 1, 1], [0, 0, 1]], bool))
-    {'size': [2, 3], 'counts': [1, 2, 2, 1]}
-    """
+    """Run-length encoding of a 2D boolean mask (C order, first run is background)."""
     flat = np.asarray(mask, dtype=bool).ravel()
     change = np.flatnonzero(np.diff(flat.astype(np.int8))) + 1
     counts = np.diff(np.concatenate([[0], change, [flat.size]])).tolist()

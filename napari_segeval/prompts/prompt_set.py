@@ -127,17 +127,10 @@ class MaskPrompt:
 
 
 Prompt = Box | Point | MaskPrompt
-PROMPT_TYPES = (Box, Point, MaskPrompt)
 
 
 def describe(prompt: Prompt, where: str = "slice") -> str:
-    """One line for people: ``"box (y0=1, x0=2, y1=5, x1=6) on slice 3"``, ``"+ point ..."``.
-
-    Examples
-    --------
-    >>> describe(Point(3, 4, index=7, positive=False), "frame")
-    '- point (y=3, x=4) on frame 7'
-    """
+    """One line for people: ``"box (y0=1, x0=2, y1=5, x1=6) on slice 3"``, ``"+ point ..."``."""
     if isinstance(prompt, Box):
         what = f"box (y0={prompt.y0}, x0={prompt.x0}, y1={prompt.y1}, x1={prompt.x1})"
     elif isinstance(prompt, Point):
@@ -172,7 +165,7 @@ class PromptSet:
             raise ValueError(f"structure id must be >= 1, got {label}")
         prompts = tuple(self.prompts)
         for p in prompts:
-            if not isinstance(p, PROMPT_TYPES):
+            if not isinstance(p, Prompt):
                 raise TypeError(f"not a prompt: {p!r}")
             if p.label != label:
                 raise ValueError(f"prompt {p!r} is for structure {p.label}, not {label}")

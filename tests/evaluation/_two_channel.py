@@ -93,7 +93,7 @@ def train_two_channel_model(path: Path, steps: int = 60, seed: int = 0) -> Path:
     """Train the tiny U-Net a few steps on generated cases and save it with its plans."""
     import torch
 
-    from napari_segeval.inference.intensity import channel_intensity_stats
+    from napari_segeval.inference.intensity import foreground_intensity_stats
     from napari_segeval.inference.resample import resample_labels
     from napari_segeval.io import Case, Geometry
     from napari_segeval.models.dense._plans import model_from_plans
@@ -101,7 +101,9 @@ def train_two_channel_model(path: Path, steps: int = 60, seed: int = 0) -> Path:
 
     torch.manual_seed(seed)
     train = [two_channel_volume(100 + s) for s in range(4)]
-    plans = two_channel_plans(channel_intensity_stats(train, 2))
+    plans = two_channel_plans(
+        tuple(foreground_intensity_stats((im[c], lab) for im, lab in train) for c in range(2))
+    )
     net = UNet3D(UNetConfig(**plans["config"]))
     model = model_from_plans(plans, net, "two-channel", "cpu", {})
     g = Geometry.identity(3, SPACING)

@@ -62,11 +62,11 @@ def _blobs(n: int = 5, size: int = 48, squares=((10, 10, 22, 24),)) -> np.ndarra
 
 # ------------------------------------------------------------------------- the weights
 def test_the_wheel_asset_loads_strictly_into_the_network_written_here(state):
-    from napari_segeval.models.litemedsam._network import LiteMedSAMNet, parameter_count
+    from napari_segeval.models.litemedsam._network import LiteMedSAMNet
 
     net = LiteMedSAMNet()
     assert not net.load_state_dict(state, strict=True).missing_keys
-    assert parameter_count(net) == 9_791_300  # the authors' 9.8 M
+    assert sum(p.numel() for p in net.parameters()) == 9_791_300  # the authors' 9.8 M
 
 
 def test_the_network_equals_the_authors_definition(state):

@@ -79,8 +79,8 @@ def test_forget_releases_a_frame_no_walk_will_read():
     reads = [[0, 0], [1]]
     feats = FrameFeatures(FakeNet(), _frames(4), lambda x: x, 4, None, reads)
     feats.read(0)
-    assert 1 in feats
+    assert 1 in feats.store.features
     feats.forget(1, 1)
-    assert 1 not in feats and 0 in feats  # frame 0 is read once more
+    assert 1 not in feats.store.features and 0 in feats.store.features  # 0 is read once more
     feats.read(0)
     assert feats.cached_bytes == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ from napari_segeval._errors import MissingDependencyError, ReadError
 from napari_segeval.models.medsam2 import _build
 
 needs_sam2 = pytest.mark.skipif(
-    not all(_build._has(m) for m in ("sam2", "hydra")),
+    not all(importlib.util.find_spec(m) for m in ("sam2", "hydra")),
     reason="Meta's sam2 package / hydra-core (extra 'medsam2') not installed",
 )
 WHAT = "MedSAM2 checkpoint"

@@ -25,13 +25,7 @@ CROP_LOGIT = -11.5
 
 
 def box_xyxy(box: Box) -> tuple[int, int, int, int]:
-    """A box as the authors' inclusive ``[x_min, y_min, x_max, y_max]``.
-
-    Examples
-    --------
-    >>> box_xyxy(Box(2, 3, 6, 9))
-    (3, 2, 8, 5)
-    """
+    """A box as the authors' inclusive ``[x_min, y_min, x_max, y_max]``."""
     return box.x0, box.y0, box.x1 - 1, box.y1 - 1
 
 
@@ -79,16 +73,7 @@ def _next_box(chain: Chain, j: int, frame: int) -> list[int] | None:
 
 
 def jittered_boxes(box: list[int], n: int, seed: int) -> list[list[int]]:
-    """``n`` boxes with each edge moved by up to a tenth of the box's side (at least 1 px).
-
-    Examples
-    --------
-    >>> boxes = jittered_boxes([10, 20, 50, 40], 3, seed=7)
-    >>> len(boxes), all(b[0] < b[2] and b[1] < b[3] for b in boxes)
-    (3, True)
-    >>> boxes == jittered_boxes([10, 20, 50, 40], 3, seed=7)
-    True
-    """
+    """``n`` boxes with each edge moved by up to a tenth of the box's side (at least 1 px)."""
     rng = np.random.default_rng(int(seed))
     x0, y0, x1, y1 = box
     rx, ry = max(1, round(0.1 * (x1 - x0))), max(1, round(0.1 * (y1 - y0)))
@@ -103,22 +88,12 @@ def jittered_boxes(box: list[int], n: int, seed: int) -> list[list[int]]:
 
 
 def agreement(logits: torch.Tensor, jittered: torch.Tensor) -> float:
-    """Mean Dice of the mask of ``logits`` and each mask of ``jittered`` (one more leading
-    axis); 1 where both are empty.
+    """Mean :func:`~napari_segeval.metrics.overlap.mask_dice` of the mask of ``logits`` and
+    each mask of ``jittered`` (one more leading axis)."""
+    from napari_segeval.metrics.overlap import mask_dice
 
-    Examples
-    --------
-    >>> a = torch.full((1, 4, 4), -1.0); a[0, :2] = 1.0
-    >>> b = torch.stack([a, torch.full((1, 4, 4), 1.0)])
-    >>> round(agreement(a, b), 3)
-    0.833
-    """
-    ref = (logits.detach() > 0).flatten()
-    dice = []
-    for j in jittered.detach():
-        m = (j > 0).flatten()
-        total = int(ref.sum()) + int(m.sum())
-        dice.append(1.0 if total == 0 else 2.0 * int((ref & m).sum()) / total)
+    ref = (logits.detach() > 0).cpu().numpy()
+    dice = [mask_dice(ref, (j > 0).cpu().numpy()) for j in jittered.detach()]
     return float(np.mean(dice)) if dice else float("nan")
 
 
@@ -201,13 +176,6 @@ def run(
 def correction_reach(index: int, others: frozenset[int], order: str) -> int | None:
     """Slices a correction box's walk may take: ``ceil(d / 2)`` for the next box of
     ``others`` ``d`` slices ahead (a tie stays with the older box); None: no box ahead.
-
-    Examples
-    --------
-    >>> correction_reach(10, frozenset({4, 13}), "forward"), correction_reach(10, frozenset({4}), "backward")
-    (2, 3)
-    >>> correction_reach(10, frozenset({4}), "forward") is None
-    True
     """
     ahead = [o for o in others if (o > index if order == "forward" else o < index)]
     if not ahead:

@@ -276,14 +276,7 @@ class FusedEncoder:
 def inference_encoder(
     encoder: TinyViTEncoder, precision: str, device: torch.device
 ) -> Callable[[torch.Tensor], torch.Tensor] | None:
-    """The encoder a backend runs without gradients, for a resolved ``precision``.
-
-    Examples
-    --------
-    >>> enc = TinyViTEncoder().eval()
-    >>> type(inference_encoder(enc, "fp32", torch.device("cpu"))).__name__
-    'FusedEncoder'
-    """
+    """The encoder a backend runs without gradients, for a resolved ``precision``."""
     if device.type == "cpu" and mkldnn_available():
         dtype = torch.bfloat16 if precision == "bf16" else torch.float32
         return FusedEncoder(encoder, dtype)

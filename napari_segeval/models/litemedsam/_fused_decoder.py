@@ -27,8 +27,7 @@ def _lin(*layers: torch.nn.Linear) -> _Lin:
 
 
 def _transposed(conv: torch.nn.ConvTranspose2d) -> _Lin:
-    """A 2 x 2, stride 2 transposed convolution as a projection of each token to its
-    sub-pixels, ordered ``(i, j, channel)``."""
+    """A 2 x 2, stride 2 transposed conv as each token's projection to ``(i, j, channel)``."""
     w, bias = conv.weight.detach().float(), conv.bias  # (in, out, 2, 2)
     assert bias is not None
     cin, cout = int(w.shape[0]), int(w.shape[1])
@@ -180,12 +179,6 @@ class FusedDecoder:
 def inference_decoder(net: LiteMedSAMNet, device: torch.device) -> FusedDecoder | None:
     """The decoder a backend runs without gradients: a :class:`FusedDecoder` on a CPU with
     oneDNN, else None (the module).
-
-    Examples
-    --------
-    >>> net = LiteMedSAMNet().prepare_inference()
-    >>> type(inference_decoder(net, torch.device("cpu"))).__name__
-    'FusedDecoder'
     """
     from ._fused import mkldnn_available
 

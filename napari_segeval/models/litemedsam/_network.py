@@ -95,13 +95,7 @@ def chunked(
 
 
 def rows_per_band(width: int, channels: int, batch: int = 1, floats: int = CHUNK_FLOATS) -> int:
-    """Rows of a ``width x channels`` map per band of about ``floats`` floats (at least 1).
-
-    Examples
-    --------
-    >>> rows_per_band(256, 256), rows_per_band(256, 256, floats=1)
-    (32, 1)
-    """
+    """Rows of a ``width x channels`` map per band of about ``floats`` floats (at least 1)."""
     return max(1, int(floats) // max(1, width * channels * batch))
 
 
@@ -205,8 +199,7 @@ class Stage(nn.Module):
 
 
 def _offset_index(window: int) -> tuple[int, torch.Tensor]:
-    """The count of relative offsets in a window and each pair of positions' offset id
-    ``(N, N)``: ``|dy| * window + |dx|``, the authors' order of first appearance."""
+    """Offset count and each position pair's id ``|dy| * window + |dx|`` (the authors' order)."""
     yx = torch.tensor(list(itertools.product(range(window), range(window))))
     d = (yx[:, None] - yx[None]).abs()
     return window * window, d[..., 0] * window + d[..., 1]
@@ -616,8 +609,3 @@ class LiteMedSAMNet(nn.Module):
         sparse = self.prompt_encoder.embed_boxes(boxes.to(embedding.device))
         dense = self.prompt_encoder.no_mask_embed.weight.reshape(1, -1, 1, 1)
         return self.mask_decoder(embedding, self.dense_pe().to(embedding.dtype), sparse, dense)
-
-
-def parameter_count(net: nn.Module) -> int:
-    """Number of parameters (LiteMedSAM: 9.8 M)."""
-    return sum(int(p.numel()) for p in net.parameters())

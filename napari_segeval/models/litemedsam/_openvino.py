@@ -20,27 +20,14 @@ from ._network import IMAGE_SIZE, TinyViTEncoder
 
 
 def cache_root(environ: Any = None) -> Path:
-    """Where converted encoders are kept (``$XDG_CACHE_HOME``, else ``~/.cache``).
-
-    Examples
-    --------
-    >>> cache_root({"XDG_CACHE_HOME": "/c"}).as_posix()
-    '/c/napari-segeval/litemedsam'
-    """
+    """Where converted encoders are kept (``$XDG_CACHE_HOME``, else ``~/.cache``)."""
     env = os.environ if environ is None else environ
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "napari-segeval" / "litemedsam"
 
 
 def cache_key(weights_sha256: str, ov_version: str) -> str:
-    """The converted encoder's name: the weights' SHA-256, this network's code, OpenVINO.
-
-    Examples
-    --------
-    >>> a, b = cache_key("ab" * 32, "2026.1"), cache_key("ab" * 32, "2026.2")
-    >>> a.startswith("encoder-abababababab") and a != b
-    True
-    """
+    """The converted encoder's name: the weights' SHA-256, this network's code, OpenVINO."""
     code = Path(__file__).with_name("_network.py").read_bytes()
     tag = hashlib.sha256(code + ov_version.encode() + torch.__version__.encode()).hexdigest()
     return f"encoder-{weights_sha256[:12]}-{tag[:12]}"

@@ -21,13 +21,7 @@ BOX_GROWTH = 3
 
 
 def resized_size(h: int, w: int, target: int = SIZE) -> tuple[int, int]:
-    """The recipe's size after resizing the longest side to ``target``.
-
-    Examples
-    --------
-    >>> resized_size(512, 512), resized_size(96, 96), resized_size(300, 200)
-    ((256, 256), (256, 256), (256, 171))
-    """
+    """The recipe's size after resizing the longest side to ``target``."""
     scale = target * 1.0 / max(h, w)
     return int(h * scale + 0.5), int(w * scale + 0.5)
 
@@ -45,15 +39,7 @@ def _mode(src: tuple[int, int], dst: tuple[int, int]) -> str:
 
 @lru_cache(maxsize=64)
 def axis_weights(src: int, dst: int, mode: str) -> np.ndarray:
-    """``(dst, src)`` weights of one axis of OpenCV's INTER_AREA resize in ``mode``.
-
-    Examples
-    --------
-    >>> axis_weights(4, 2, "blocks").tolist()
-    [[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5]]
-    >>> axis_weights(2, 4, "linear").tolist()
-    [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
-    """
+    """``(dst, src)`` weights of one axis of OpenCV's INTER_AREA resize in ``mode``."""
     out = np.zeros((dst, src))  # (a copy never gets here: resize_area returns the image)
     scale = src / dst
     if mode in ("blocks", "area"):
@@ -90,28 +76,13 @@ def _ste(x: torch.Tensor, rounded: torch.Tensor) -> torch.Tensor:
 
 
 def round_u8(x: torch.Tensor, half_up: bool = False) -> torch.Tensor:
-    """Round to whole grey levels in [0, 255] (straight-through), as an 8-bit cast does.
-
-    Examples
-    --------
-    >>> round_u8(torch.tensor([0.5, 1.5, 2.5, 300.0])).tolist()
-    [0.0, 2.0, 2.0, 255.0]
-    >>> round_u8(torch.tensor([0.5, 2.5]), half_up=True).tolist()
-    [1.0, 3.0]
-    """
+    """Round to whole grey levels in [0, 255] (straight-through), as an 8-bit cast does."""
     r = torch.floor(x + 0.5) if half_up else torch.round(x)
     return _ste(x, r.clamp(0, 255))
 
 
 def resize_area(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """``cv2.resize(image, (W', H'), interpolation=cv2.INTER_AREA)`` of an 8-bit image.
-
-    Examples
-    --------
-    >>> x = torch.tensor([[0., 1., 2., 4.], [4., 3., 2., 0.]])
-    >>> resize_area(x, (1, 2)).tolist()
-    [[2.0, 2.0]]
-    """
+    """``cv2.resize(image, (W', H'), interpolation=cv2.INTER_AREA)`` of an 8-bit image."""
     h, w = int(image.shape[-2]), int(image.shape[-1])
     mode = _mode((h, w), (int(size[0]), int(size[1])))
     if mode == "copy":
@@ -182,14 +153,7 @@ def _linear_fixed(x: torch.Tensor, wy: torch.Tensor, wx: torch.Tensor) -> torch.
 
 
 def model_input(frame: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
-    """One slice in [0, 1] (grey ``(H, W)`` or RGB ``(H, W, 3)``) -> ``(3, 256, 256)`` input.
-
-    Examples
-    --------
-    >>> x, size = model_input(torch.rand(96, 64))
-    >>> tuple(x.shape), size, float(x.max())
-    ((3, 256, 256), (256, 171), 1.0)
-    """
+    """One slice in [0, 1] (grey ``(H, W)`` or RGB ``(H, W, 3)``) -> ``(3, 256, 256)`` input."""
     grey = frame.ndim == 2
     chw = frame[None] if grey else frame.permute(2, 0, 1)
     u8 = round_u8(chw * 255.0)
@@ -204,26 +168,13 @@ def model_input(frame: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
 
 
 def scale_box(xyxy: tuple[int, int, int, int], shape: tuple[int, int]) -> list[int]:
-    """A box ``[x_min, y_min, x_max, y_max]`` of a ``(H, W)`` slice in 256-pixel space.
-
-    Examples
-    --------
-    >>> scale_box((10, 20, 50, 95), (96, 96))
-    [26, 53, 133, 253]
-    """
+    """A box ``[x_min, y_min, x_max, y_max]`` of a ``(H, W)`` slice in 256-pixel space."""
     ratio = SIZE / max(int(shape[0]), int(shape[1]))
     return [int(c * ratio) for c in xyxy]
 
 
 def mask_to_256(mask: np.ndarray, value: int = 1) -> np.ndarray:
-    """A slice's mask as the recipe sees it in 256-pixel space.
-
-    Examples
-    --------
-    >>> m = np.zeros((128, 128), bool); m[10:20, 30:40] = True
-    >>> np.argwhere(mask_to_256(m)).min(axis=0).tolist(), int(mask_to_256(m).sum())
-    ([20, 60], 400)
-    """
+    """A slice's mask as the recipe sees it in 256-pixel space."""
     h, w = mask.shape
     nh, nw = resized_size(h, w)
     u8 = torch.from_numpy(np.asarray(mask, bool) * float(value))
@@ -234,14 +185,7 @@ def mask_to_256(mask: np.ndarray, value: int = 1) -> np.ndarray:
 
 
 def box_of_256(mask256: np.ndarray, grow: int = BOX_GROWTH) -> list[int] | None:
-    """The tight box of a 256-space mask grown by ``grow`` and clamped to [0, 256], or None.
-
-    Examples
-    --------
-    >>> m = np.zeros((256, 256), bool); m[1:5, 250:254] = True
-    >>> box_of_256(m)
-    [247, 0, 256, 7]
-    """
+    """The tight box of a 256-space mask grown by ``grow`` and clamped to [0, 256], or None."""
     ys, xs = np.nonzero(mask256)
     if ys.size == 0:
         return None

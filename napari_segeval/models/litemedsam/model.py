@@ -53,23 +53,15 @@ class Box3D:
 
     @classmethod
     def from_mask(cls, mask: np.ndarray, label: int, value: int) -> Box3D | None:
-        """The box of a ``(n, H, W)`` mask, or None when it is empty.
+        """The box of a ``(n, H, W)`` mask, or None when it is empty."""
+        from napari_segeval.metrics.surface import bounding_box
 
-        Examples
-        --------
-        >>> m = np.zeros((5, 6, 6), bool); m[1, 1, 2] = m[3, 4, 1] = True
-        >>> Box3D.from_mask(m, 2, 1)
-        Box3D(label=2, value=1, xyxy=(1, 1, 2, 4), z0=1, z1=3)
-        """
-        zs, ys, xs = np.nonzero(mask)
-        if zs.size == 0:
+        box = bounding_box(np.asarray(mask))
+        if box is None:
             return None
+        z, y, x = box
         return cls(
-            int(label),
-            int(value),
-            (int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())),
-            int(zs.min()),
-            int(zs.max()),
+            int(label), int(value), (x.start, y.start, x.stop - 1, y.stop - 1), z.start, z.stop - 1
         )
 
     @property
@@ -94,29 +86,13 @@ def video_span(image: np.ndarray | None) -> tuple[float, float]:
 def to_uint8(
     image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
 ) -> np.ndarray:
-    """Raw intensities -> the authors' uint8 (module doc).
-
-    Examples
-    --------
-    >>> to_uint8(np.array([[-200.0, 40.0, 500.0]]), "CT").tolist()
-    [[0, 127, 255]]
-    >>> to_uint8(np.array([[0.0, 10.0, 20.0, 30.0]]), "MR").tolist()
-    [[0, 0, 127, 255]]
-    >>> to_uint8(np.array([[0, 1000, 4000]]), "US").tolist()
-    [[0, 63, 255]]
-    """
-    from napari_segeval.inference.windowing import (
-        DEFAULT_CT_WINDOW,
-        apply_window,
-        check_finite,
-        mr_clip,
-        parse_window,
-    )
+    """Raw intensities -> the authors' uint8 (module doc)."""
+    from napari_segeval.inference.windowing import apply_window, check_finite, mr_clip, parse_window
 
     arr = check_finite(np.asarray(image))
     mod = (modality or "other").lower()
     if mod == "ct":
-        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+        level, width = parse_window(window)
         return apply_window(arr, level, width, ct_mapping).astype(np.uint8)
     if mod in VIDEO:
         f = arr.astype(np.float64)
@@ -197,14 +173,7 @@ class LiteMedSAMModel(PromptableModel):
     def preprocess(
         self, image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
     ) -> torch.Tensor:
-        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255.
-
-        Examples
-        --------
-        >>> m = LiteMedSAMModel.__new__(LiteMedSAMModel)
-        >>> m.preprocess(np.full((2, 8, 8), 40.0), "CT").max().item()
-        0.4980392158031464
-        """
+        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255."""
         import torch
 
         arr = np.asarray(image)

@@ -73,16 +73,6 @@ ARCHITECTURES: dict[str, Architecture] = {
 }
 
 
-def _has(module: str) -> bool:
-    """Whether ``module`` can be imported (without importing it)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def import_sam2() -> None:
     """Import the optional packages (``sam2``, ``hydra``) or raise MissingDependencyError."""
     hint = (
@@ -166,17 +156,7 @@ def read_state_dict(path: str | Path, what: str = WHAT) -> dict[str, torch.Tenso
 
 
 def identify(state: Any) -> tuple[int, int] | None:
-    """``(embed_dim, blocks)`` of the Hiera encoder a state dict holds (None: not SAM2).
-
-    Examples
-    --------
-    >>> import torch
-    >>> identify({"image_encoder.trunk.patch_embed.proj.weight": torch.zeros(144, 3, 7, 7),
-    ...           "image_encoder.trunk.blocks.47.norm1.weight": torch.zeros(1152)})
-    (144, 48)
-    >>> identify({"w": torch.zeros(1)}) is None
-    True
-    """
+    """``(embed_dim, blocks)`` of the Hiera encoder a state dict holds (None: not SAM2)."""
     try:
         dim = int(state["image_encoder.trunk.patch_embed.proj.weight"].shape[0])
         prefix = "image_encoder.trunk.blocks."
@@ -187,16 +167,7 @@ def identify(state: Any) -> tuple[int, int] | None:
 
 
 def other_size(arch: Architecture, state: Any, path: str | Path) -> ReadError | None:
-    """The one-line error for weights of another SAM2.1 size than ``arch`` (None otherwise).
-
-    Examples
-    --------
-    >>> import torch
-    >>> large = {"image_encoder.trunk.patch_embed.proj.weight": torch.zeros(144, 3, 7, 7),
-    ...          "image_encoder.trunk.blocks.47.norm1.weight": torch.zeros(1)}
-    >>> print(other_size(ARCHITECTURES["sam2.1-tiny"], large, "l.pt"))
-    l.pt: this SAM2.1 checkpoint holds SAM2.1 Hiera-large weights, not SAM2.1 Hiera-tiny 1024 weights: use --model sam2.1-large (the model name decides the network)
-    """
+    """The one-line error for weights of another SAM2.1 size than ``arch`` (None otherwise)."""
     found = identify(state)
     if found is None or found == arch.trunk:
         return None

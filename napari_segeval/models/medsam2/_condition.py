@@ -31,14 +31,7 @@ def prompt_points(
     image_size: int,
     device: Any,
 ) -> dict:
-    """SAM point inputs from native ``(x, y)`` pixels, as ``add_new_points_or_box``.
-
-    Examples
-    --------
-    >>> p = prompt_points([(10.0, 20.0)], [1], (100, 200), 512, "cpu")
-    >>> p["point_coords"].tolist(), p["point_labels"].tolist()
-    ([[[25.600000381469727, 102.4000015258789]]], [[1]])
-    """
+    """SAM point inputs from native ``(x, y)`` pixels, as ``add_new_points_or_box``."""
     import torch
 
     coords = torch.tensor(xy, dtype=torch.float32).reshape(1, len(xy), 2)
@@ -46,15 +39,6 @@ def prompt_points(
     coords = coords * image_size
     lab = torch.tensor(labels, dtype=torch.int32).reshape(1, len(labels))
     return {"point_coords": coords.to(device), "point_labels": lab.to(device)}
-
-
-def concat_points(old: dict | None, new: dict) -> dict:
-    """Points added to a frame's earlier points (``sam2.utils.misc.concat_points``)."""
-    import torch
-
-    if old is None:
-        return new
-    return {k: torch.cat([old[k], new[k]], dim=1) for k in ("point_coords", "point_labels")}
 
 
 def mask_input(mask: Any, image_size: int, device: Any) -> torch.Tensor:
@@ -75,6 +59,8 @@ def _inputs(
     prompt: Any, points: dict, hw: tuple[int, int], size: int, device: Any
 ) -> tuple[dict | None, Any]:
     """``(point_inputs, mask_inputs)`` of one call; updates ``points`` (per frame)."""
+    from sam2.utils.misc import concat_points
+
     f = prompt.index
     if isinstance(prompt, MaskPrompt):
         points.pop(f, None)
@@ -86,7 +72,7 @@ def _inputs(
         points[f] = new  # clear_old_points=True
     else:
         new = prompt_points([(prompt.x, prompt.y)], [1 if prompt.positive else 0], hw, size, device)
-        points[f] = concat_points(points.get(f), new)
+        points[f] = concat_points(points.get(f), new["point_coords"], new["point_labels"])
     return points[f], None
 
 
@@ -145,13 +131,5 @@ def condition_structure(
 
 
 def reading_order(prompts: PromptSet) -> list[int]:
-    """Conditioning frames in the order of their first prompt (the predictor's order).
-
-    Examples
-    --------
-    >>> from napari_segeval.prompts.prompt_set import Point
-    >>> reading_order(PromptSet.of([Box(0, 0, 2, 2, index=5), Point(1, 1, index=2),
-    ...                             Point(1, 1, index=5)]))
-    [5, 2]
-    """
+    """Conditioning frames in the order of their first prompt (the predictor's order)."""
     return list(dict.fromkeys(int(p.index) for p in prompts.prompts))

@@ -18,16 +18,7 @@ IMAGE_SIZE = 512
 
 
 def connected_components(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """8-connected components of a binary ``(N, 1, H, W)`` mask: labels and per-pixel areas.
-
-    Examples
-    --------
-    >>> import torch
-    >>> m = torch.tensor([[[[1, 0, 0], [0, 1, 0], [0, 0, 0]]]])
-    >>> labels, areas = connected_components(m)
-    >>> labels[0, 0].tolist(), int(areas.max())
-    ([[1, 0, 0], [0, 1, 0], [0, 0, 0]], 2)
-    """
+    """8-connected components of a binary ``(N, 1, H, W)`` mask: labels and per-pixel areas."""
     import torch
     from scipy import ndimage
 

@@ -11,12 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._errors import InvalidImageError
-from napari_segeval.inference.windowing import (
-    DEFAULT_CT_WINDOW,
-    apply_window,
-    mr_clip,
-    parse_window,
-)
+from napari_segeval.inference.windowing import apply_window, mr_clip, parse_window
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -29,19 +24,11 @@ _CT = ("ct",)
 def to_uint8_range(
     image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
 ) -> np.ndarray:
-    """Intensities to MedSAM2's uint8 range: CT window (default abdomen) or MR clip.
-
-    Examples
-    --------
-    >>> to_uint8_range(np.array([[-200.0, 40.0, 500.0]]), "CT").tolist()
-    [[0, 127, 255]]
-    >>> to_uint8_range(np.array([[-100.0, 0.0, 100.0]]), "CT", ct_mapping="minmax").tolist()
-    [[0, 127, 255]]
-    """
+    """Intensities to MedSAM2's uint8 range: CT window (default abdomen) or MR clip."""
     arr = np.asarray(image)
     mod = modality.lower()
     if mod in _CT:
-        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+        level, width = parse_window(window)
         scaled = apply_window(arr, level, width, ct_mapping)
     elif mod in ("rgb", "video", "us", "endoscopy"):
         scaled = np.clip(np.asarray(arr, dtype=np.float32), 0, 255)
@@ -65,14 +52,7 @@ def _stack_rgb(frames: Any, device: Any) -> torch.Tensor:
 
 
 def pillow_resize(x: torch.Tensor, size: int) -> torch.Tensor:
-    """Normalized ``(n, 3, H, W)`` frames -> ``(n, 3, size, size)`` the way MedSAM2 does it.
-
-    Examples
-    --------
-    >>> import torch
-    >>> pillow_resize(torch.zeros(2, 3, 5, 7), 8).shape
-    torch.Size([2, 3, 8, 8])
-    """
+    """Normalized ``(n, 3, H, W)`` frames -> ``(n, 3, size, size)`` the way MedSAM2 does it."""
     import torch
     from PIL import Image
 
@@ -99,16 +79,7 @@ def _cubic(x: np.ndarray, a: float = -0.5) -> np.ndarray:
 
 
 def pil_bicubic_matrix(n_in: int, n_out: int) -> np.ndarray:
-    """``(n_out, n_in)`` matrix of Pillow's bicubic resampling weights along one axis.
-
-    Examples
-    --------
-    >>> m = pil_bicubic_matrix(4, 8)
-    >>> m.shape, bool(np.allclose(m.sum(axis=1), 1.0))
-    ((8, 4), True)
-    >>> pil_bicubic_matrix(5, 5).round(6).tolist() == np.eye(5).tolist()
-    True
-    """
+    """``(n_out, n_in)`` matrix of Pillow's bicubic resampling weights along one axis."""
     scale = n_in / n_out
     filterscale = max(scale, 1.0)
     support = 2.0 * filterscale
@@ -125,14 +96,7 @@ def pil_bicubic_matrix(n_in: int, n_out: int) -> np.ndarray:
 
 
 def resize_bicubic(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """Resize ``(..., H, W)`` to ``(..., h, w)`` with Pillow's bicubic weights.
-
-    Examples
-    --------
-    >>> import torch
-    >>> resize_bicubic(torch.ones(2, 3, 5, 7), (8, 8)).shape
-    torch.Size([2, 3, 8, 8])
-    """
+    """Resize ``(..., H, W)`` to ``(..., h, w)`` with Pillow's bicubic weights."""
     import torch
 
     h_in, w_in = int(images.shape[-2]), int(images.shape[-1])
@@ -142,6 +106,3 @@ def resize_bicubic(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     mx = torch.as_tensor(pil_bicubic_matrix(w_in, size[1]), dtype=images.dtype)
     my, mx = my.to(images.device), mx.to(images.device)
     return my @ images @ mx.T
-
-
-__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "pillow_resize", "resize_bicubic", "to_uint8_range"]

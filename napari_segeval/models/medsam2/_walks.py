@@ -47,9 +47,6 @@ class FrameFeatures(FrameCache):
             self.store.extra["pos"] = self._pos
         return [[f[i : i + 1] for f in out["backbone_fpn"]] for i in range(b - a)]
 
-    def __contains__(self, t: int) -> bool:
-        return int(t) in self._kept
-
     def read(self, t: int) -> tuple[list, list, list]:
         """Flattened ``(vision_feats, vision_pos_embeds, feat_sizes)`` of frame ``t`` (one read)."""
         fpn = super().get(t)
@@ -211,8 +208,7 @@ def run_walks(
 
 
 def reads(states: list[MemoryWalk], cond_frames: dict[int, list[int]]) -> list[list[int]]:
-    """Frames read at each step: the conditioning frames at step 0, then each walk's
-    frame where it tracks."""
+    """Frames read at each step: the conditioning frames at step 0, then where each walk tracks."""
     steps = [[f for frames in cond_frames.values() for f in frames]]
     for step in range(1, max((len(s.frames) for s in states), default=1)):
         steps.append(

@@ -14,11 +14,7 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
-from napari_segeval.inference.windowing import (
-    DEFAULT_CT_WINDOW,
-    parse_window,
-    window_bounds,
-)
+from napari_segeval.inference.windowing import parse_window, window_bounds
 from napari_segeval.models._frame_cache import DEFAULT_CACHE_MB, FrameStore
 from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableModel
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
@@ -86,8 +82,7 @@ class MedSAM2Model(PromptableModel):
                 f"{twin.architecture} reads, not {name}: use --model {twin.architecture}"
             )
         network = load_network(Path(checkpoint), arch=name)
-        dev = None if device == "auto" else device
-        return cls(network, device=dev, name=ARCHITECTURES[name].name)
+        return cls(network, device=device, name=ARCHITECTURES[name].name)
 
     def __init__(
         self,
@@ -117,14 +112,7 @@ class MedSAM2Model(PromptableModel):
 
     # -- preprocessing -------------------------------------------------
     def with_options(self, *, resize: str | None = None) -> MedSAM2Model:
-        """A copy sharing the network, with other options (``resize``).
-
-        Examples
-        --------
-        >>> m = MedSAM2Model.__new__(MedSAM2Model); m.resize = "float"
-        >>> m.with_options(resize="pillow").resize, m.resize
-        ('pillow', 'float')
-        """
+        """A copy sharing the network, with other options (``resize``)."""
         import copy
 
         other = copy.copy(self)
@@ -157,7 +145,7 @@ class MedSAM2Model(PromptableModel):
         raw_lo, raw_hi = window_bounds(modality, window, image, ct_mapping)
         per = (raw_hi - raw_lo) * min(IMAGENET_STD)
         if modality.lower() in _CT:
-            level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+            level, width = parse_window(window)
             how = "" if ct_mapping == "window" else f", clipped volume {raw_lo:g}..{raw_hi:g}"
             source, step = f"CT window W={width:g} L={level:g}{how}", "ImageNet"
         else:
@@ -311,13 +299,6 @@ def load_sam2(
     ``image_size`` None: the network's own (512 MedSAM2, 1024 SAM2.1); smaller sizes serve
     CPU tests. MissingDependencyError without the ``medsam2`` extra; ReadError (one line
     naming the file) for a missing, unreadable, pickled-code, mismatched or other-size file.
-
-    Examples
-    --------
-    >>> load_sam2("sam2.1-small", "no/such/sam2.1_hiera_small.pt")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: no/such/sam2.1_hiera_small.pt: SAM2.1 checkpoint not found
     """
     network = load_network(path, arch=arch, image_size=image_size)
     return MedSAM2Model(
@@ -326,13 +307,5 @@ def load_sam2(
 
 
 def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) -> MedSAM2Model:
-    """Load a MedSAM2 checkpoint strictly and safely: :func:`load_sam2` of ``"medsam2"``.
-
-    Examples
-    --------
-    >>> load_medsam2("no/such/MedSAM2_latest.pt")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: no/such/MedSAM2_latest.pt: MedSAM2 checkpoint not found
-    """
+    """Load a MedSAM2 checkpoint strictly and safely: :func:`load_sam2` of ``"medsam2"``."""
     return load_sam2("medsam2", path, device=device, encode_batch=encode_batch)
