@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any, TypeVar, cast
 
-from qtpy.QtCore import QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt
+from qtpy.QtCore import (
+    QItemSelectionModel,
+    QModelIndex,
+    QSignalBlocker,
+    QSortFilterProxyModel,
+    Qt,
+)
 from qtpy.QtGui import QStandardItem, QStandardItemModel
 from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
@@ -103,10 +109,13 @@ class ResultsModel(QStandardItemModel):
     def set_reviewed(self, cases: set[str]) -> None:
         """Mark the rows of ``cases`` reviewed (and the others not)."""
         col = self.column("reviewed")
-        for i, r in enumerate(self.rows):
-            r["reviewed"] = r["case"] in cases
-            if col >= 0:
-                self.setItem(i, col, self._item(r, "reviewed"))
+        with QSignalBlocker(self):  # one dataChanged: a sorted proxy would sort once per row
+            for i, r in enumerate(self.rows):
+                r["reviewed"] = r["case"] in cases
+                if col >= 0:
+                    self.setItem(i, col, self._item(r, "reviewed"))
+        if col >= 0 and self.rows:
+            self.dataChanged.emit(self.index(0, col), self.index(len(self.rows) - 1, col))
 
     def column(self, key: str) -> int:
         """Index of the column showing ``key`` (-1 when not shown)."""
