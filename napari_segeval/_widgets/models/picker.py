@@ -13,7 +13,7 @@ from qtpy.QtGui import QColor, QStandardItem, QStandardItemModel
 from qtpy.QtWidgets import QComboBox, QFileDialog, QPushButton, QSizePolicy, QTreeView, QWidget
 
 from napari_segeval._widgets._form import hbox, text_line, vbox
-from napari_segeval._widgets.jobs.tasks import load_model, pull_model
+from napari_segeval._widgets.jobs.tasks import load_model
 from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.models.rows import (
     Row,
@@ -22,6 +22,7 @@ from napari_segeval._widgets.models.rows import (
     entry_named,
     row_state,
 )
+from napari_segeval.models.hub import pull
 from napari_segeval.models.registry import PROMPTABLE
 
 CHECKPOINT_FILTER = "PyTorch checkpoints (*.pt *.pth *.ckpt);;All files (*)"
@@ -245,11 +246,9 @@ class ModelPicker(QWidget):
             raise ValueError(f"{self.combo.currentText()} has nothing to download")
         if self.ready():
             raise ValueError(f"{entry.name} is here already")
-        cache = cache_signal(
-            self.viewer
-        ).changed  # every picker of the viewer reads the cache again
+        cache = cache_signal(self.viewer).changed  # every picker of the viewer reads it again
         job = self.runner.start(
-            f"download {entry.name}", pull_model, entry.name, on_done=lambda _: cache.emit()
+            f"download {entry.name}", pull, entry.name, on_done=lambda _: cache.emit()
         )
         self._show()
         return job
