@@ -15,13 +15,7 @@ from qtpy.QtWidgets import QComboBox, QFileDialog, QPushButton, QSizePolicy, QTr
 from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets.jobs.tasks import load_model
 from napari_segeval._widgets.jobs.worker import JobRunner, button
-from napari_segeval._widgets.models.rows import (
-    Row,
-    card_html,
-    catalogue_rows,
-    entry_named,
-    row_state,
-)
+from napari_segeval._widgets.models.rows import Row, card_html, catalogue_rows, row_state
 from napari_segeval.models.hub import pull
 from napari_segeval.models.registry import PROMPTABLE
 
@@ -184,6 +178,7 @@ class ModelPicker(QWidget):
 
     def choose(self, ref: str | None) -> bool:
         """Select the row of a registry name or label, a catalogue name or ``NAME:PATH`` (or False)."""
+        from napari_segeval.models.catalogue import find
         from napari_segeval.models.registry import split_ref
 
         if not ref:
@@ -194,7 +189,7 @@ class ModelPicker(QWidget):
                 return False
             self.use_file(path, name)
             return True
-        entry = entry_named(name)
+        entry = find(name)
         for i, row in enumerate(self.rows()):
             if row.kind != "file" and (
                 name in (row.name, row.label) or (entry is not None and row.entry is entry)
