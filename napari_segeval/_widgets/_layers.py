@@ -8,10 +8,9 @@ from typing import Any
 
 from magicgui.widgets import ComboBox
 from napari.layers import Image, Labels
-from qtpy.QtWidgets import QWidget
 
 from napari_segeval._widgets._form import form, vbox
-from napari_segeval._widgets._state import CONDITIONS, ViewerState
+from napari_segeval._widgets._state import CONDITIONS, Panel, ViewerState
 
 NONE = "(none)"
 ROLES = ("image", "reference", *CONDITIONS)
@@ -22,17 +21,15 @@ def _choices(viewer: Any, kind: type[Image | Labels], _widget: Any) -> list[tupl
     return [(NONE, NONE), *((ly.name, ly) for ly in viewer.layers if isinstance(ly, kind))]
 
 
-class LayerPicker(QWidget):
+class LayerPicker(Panel):
     """Combo boxes bound both ways to a :class:`ViewerState`, following the viewer's layers;
     each lists :data:`NONE` first (magicgui does not report a change to None)."""
 
     def __init__(self, viewer: Any, state: ViewerState, roles: Sequence[str] = ROLES) -> None:
-        super().__init__()
+        super().__init__(viewer, state)
         unknown = [r for r in roles if r not in ROLES]
         if unknown:
             raise ValueError(f"unknown roles {unknown}: use some of {ROLES}")
-        self.viewer = viewer
-        self.state = state
         # no reference to self in the combos: psygnal then lets a closed panel go
         self.combos = {
             role: ComboBox(

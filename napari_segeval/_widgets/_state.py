@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from psygnal import Signal, SignalGroup
 from qtpy.QtCore import QTimer
+from qtpy.QtWidgets import QWidget
 
 from napari_segeval._names import CLEAN, unnamed_structures
 
@@ -230,6 +231,15 @@ def shared_state(viewer: Any) -> ViewerState:
         state = ViewerState()
         _SHARED[viewer] = weakref.ref(state)
     return state
+
+
+class Panel(QWidget):
+    """A widget of ``napari_viewer``'s panels, sharing ``state`` (given none, the viewer's)."""
+
+    def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
+        super().__init__()
+        self.viewer = napari_viewer
+        self.state = state if state is not None else shared_state(napari_viewer)
 
 
 def structures_of(layer: Any) -> dict[int, str]:

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from magicgui.widgets import ComboBox
-from qtpy.QtWidgets import QFormLayout, QLabel, QWidget
+from qtpy.QtWidgets import QFormLayout, QLabel
 
 from napari_segeval._widgets._form import text_line, vbox
 from napari_segeval._widgets._layers import LayerPicker
-from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets._state import Panel, ViewerState
 from napari_segeval._widgets.colours import ColourLanguage
 from napari_segeval._widgets.display import DisplayPreset, presets_for
 from napari_segeval._widgets.jobs.worker import run_guarded
@@ -39,16 +39,14 @@ def describe_layer(layer) -> dict[str, str]:
     }
 
 
-class CaseWidget(QWidget):
+class CaseWidget(Panel):
     """Pick the image and reference layers of the case, show their geometry and whether they
     line up; ``display``: the image modality's display presets (a new image: the first)."""
 
     def __init__(
         self, napari_viewer: napari.viewer.Viewer, state: ViewerState | None = None
     ) -> None:
-        super().__init__()
-        self.viewer = napari_viewer
-        self.state = state if state is not None else shared_state(napari_viewer)
+        super().__init__(napari_viewer, state)
         self.picker = LayerPicker(napari_viewer, self.state, roles=("image", "reference"))
         self.fields = {k: QLabel("-") for k in FIELDS}
         self.fields["structures"].setWordWrap(True)
@@ -61,7 +59,8 @@ class CaseWidget(QWidget):
             "is set apart, in the Prompt tab",
         )
         self.display.changed.connect(self._display_picked)
-        self._presets: tuple[DisplayPreset, ...] = ()
+        #: the display presets listed for the chosen image
+        self.presets: tuple[DisplayPreset, ...] = ()
         self._shown_image: Any = None
         rows = QFormLayout()  # not form(): a wrapped line needs the layout's height-for-width
         for key, label in self.fields.items():
@@ -84,25 +83,21 @@ class CaseWidget(QWidget):
             return
         self._shown_image = image
         usable = image is not None and not getattr(image, "rgb", False)
-        self._presets = presets_for(self.state.modality()) if usable else ()
+        self.presets = presets_for(self.state.modality()) if usable else ()
         with self.display.changed.blocked():
-            self.display.choices = [p.name for p in self._presets]
+            self.display.choices = [p.name for p in self.presets]
         self.display.enabled = usable
         if usable:
-            self.set_display(self._presets[0].name)
-
-    def presets(self) -> tuple[DisplayPreset, ...]:
-        """The display presets listed for the chosen image."""
-        return self._presets
+            self.set_display(self.presets[0].name)
 
     def set_display(self, name: str) -> tuple[float, float]:
         """Show the image (and its attacked version) with preset ``name``; returns the limits."""
-        names = [p.name for p in self._presets]
+        names = [p.name for p in self.presets]
         if name not in names:
             raise ValueError(f"no display preset {name!r} for this image: use one of {names}")
         with self.display.changed.blocked():
             self.display.value = name
-        preset = self._presets[names.index(name)]
+        preset = self.presets[names.index(name)]
         image = self.state.image
         limits = preset.limits(np.asarray(image.data))
         lo, hi = limits

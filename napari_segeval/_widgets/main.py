@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from qtpy.QtWidgets import QGroupBox, QTabWidget, QWidget
+from qtpy.QtWidgets import QGroupBox, QTabWidget
 
 from napari_segeval._widgets._form import vbox
 from napari_segeval._widgets._layers import LayerPicker
-from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets._state import Panel, ViewerState
 from napari_segeval._widgets.compare.view import CompareBar
 from napari_segeval._widgets.evaluate.attack import AttackPanel
 from napari_segeval._widgets.evaluate.dice import DicePanel
@@ -18,13 +18,11 @@ from napari_segeval._widgets.jobs.worker import Outcome
 from napari_segeval._widgets.prompt.panel import PromptPanel
 
 
-class SegEvalWidget(QWidget):
+class SegEvalWidget(Panel):
     """Layer picker above tabs: Dice, Segment, Prompt & propagate, Attack, Export."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
-        super().__init__()
-        self.viewer = napari_viewer
-        self.state = state if state is not None else shared_state(napari_viewer)
+        super().__init__(napari_viewer, state)
         self.picker = LayerPicker(napari_viewer, self.state)
         self.dice = DicePanel(napari_viewer, self.state)
         self.segment = SegmentPanel(napari_viewer, self.state)

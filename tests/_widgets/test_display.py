@@ -99,7 +99,7 @@ def test_case_panel_mr_gets_percentiles(make_napari_viewer, qtbot):
     assert case.set_display(FULL_RANGE) == (0.0, 3057.0)
     rgb = viewer.add_image(np.zeros((8, 8, 3), np.uint8), rgb=True, name="photo")
     state.set_image(rgb)
-    assert not case.display.enabled and case.presets() == ()
+    assert not case.display.enabled and case.presets == ()
 
 
 def test_model_input_window_only_for_ct(small_case, qtbot):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.jobs.tasks import segment
 from napari_segeval._widgets.main import SegEvalWidget
 from napari_segeval.metrics import structure_table
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts import box_from_labels
 from napari_segeval.prompts.prompt_set import PromptSet
+from napari_segeval.propagation import propagate_image
 
 from .conftest import wait_job
 
@@ -36,7 +36,8 @@ def test_video_forward_from_first_frame(make_napari_viewer, qtbot):
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     pred = w.state.predictions["clean"].data
-    expected = segment(ThresholdPromptModel(), w.state.image.data, "US", [box], "video")
+    model, image = ThresholdPromptModel(), w.state.image.data
+    expected = propagate_image(model, image, [box], kind="video", modality="US").labels
     np.testing.assert_array_equal(pred, expected)
     assert not pred[: box.index].any()
     assert w.dice.plot.isVisibleTo(w.dice)

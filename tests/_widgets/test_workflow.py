@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.jobs.tasks import segment
 from napari_segeval.metrics import structure_table
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts import Box, box_from_labels
 from napari_segeval.prompts.prompt_set import PromptSet
+from napari_segeval.propagation import propagate_image
 
 from .conftest import wait_job
 
@@ -52,7 +52,8 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     assert w.tabs.currentWidget() is w.dice and w.dice.result.isVisibleTo(w.dice)
     assert w.dice.result.text() == w.prompt.tools.status.text()
     assert w.dice.result.text().startswith("propagated ")
-    expected = segment(ThresholdPromptModel(), w.state.image.data, "CT", prompts, "volume")
+    model, image = ThresholdPromptModel(), w.state.image.data
+    expected = propagate_image(model, image, prompts, kind="volume", modality="CT").labels
     np.testing.assert_array_equal(pred.data, expected)
     # the structure's colour in both layers: the reference's outline its lighter tint
     from napari.utils.colormaps.standardize_color import transform_color

@@ -80,8 +80,8 @@ def test_inspect_image_and_mask(sample, capsys):
 
 @pytest.mark.parametrize("sample", sorted(CASES))
 def test_propagate_then_metrics(sample, model, tmp_path, capsys):
-    from napari_segeval._widgets.jobs.tasks import segment
     from napari_segeval.prompts.box import Box
+    from napari_segeval.propagation import propagate_image
 
     image, mask, modality, names = CASES[sample]
     out = tmp_path / "pred.png"
@@ -116,7 +116,9 @@ def test_propagate_then_metrics(sample, model, tmp_path, capsys):
         ys, xs = np.nonzero(ref == i)
         boxes.append(Box(ys.min(), xs.min(), ys.max() + 1, xs.max() + 1, index=0, label=i))
     rgb = np.asarray(Image.open(SAMPLES / image).convert("RGB"))
-    np.testing.assert_array_equal(segment(model, rgb, modality, boxes, "image"), pred)
+    np.testing.assert_array_equal(
+        propagate_image(model, rgb, boxes, kind="image", modality=modality).labels, pred
+    )
     # the metrics command on the written PNG gives the same rows
     assert main(["metrics", str(SAMPLES / mask), str(out), "--json"]) == 0
     assert _json(capsys)["structures"] == payload["structures"]

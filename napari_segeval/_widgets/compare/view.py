@@ -10,11 +10,11 @@ from contextlib import suppress
 from functools import partial
 from typing import Any
 
-from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QWidget
+from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import hbox, text_line, vbox
-from napari_segeval._widgets._state import CONDITIONS, ViewerState, listen, restartable_timer
+from napari_segeval._widgets._state import CONDITIONS, Panel, ViewerState, listen, restartable_timer
 from napari_segeval._widgets.colours import ColourLanguage, legend_html
 from napari_segeval._widgets.jobs.worker import run_guarded, show_info
 from napari_segeval._widgets.overlays.layers import DisagreementOverlay, set_outlines
@@ -103,7 +103,7 @@ def _aligned(value: tuple, ndim: int, current: tuple) -> tuple:
     return (*current[: max(ndim - len(value), 0)], *value)[-ndim:]
 
 
-class CompareView(QWidget):
+class CompareView(Panel):
     """Three linked canvases docked below the viewer: reference, clean and attacked predictions;
     ``models``: the views' viewer models by :data:`PANES` key, ``sources``: the layers mirrored."""
 
@@ -111,9 +111,7 @@ class CompareView(QWidget):
         from napari.components import ViewerModel
         from napari.qt import QtViewer
 
-        super().__init__()
-        self.viewer = viewer
-        self.state = state
+        super().__init__(viewer, state)
         self.models: dict[str, Any] = {}
         self.qt_viewers: dict[str, Any] = {}
         self.titles: dict[str, QLabel] = {}
@@ -290,13 +288,11 @@ class CompareView(QWidget):
         return super().close()
 
 
-class CompareBar(QWidget):
+class CompareBar(Panel):
     """The Evaluate widget's display options: compare mode, disagreement, outlines, legend."""
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
-        super().__init__()
-        self.viewer = viewer
-        self.state = state
+        super().__init__(viewer, state)
         self.view: CompareView | None = None
         self.overlay = DisagreementOverlay(viewer, state)
         boxes = []

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 from magicgui.widgets import ComboBox, FloatSpinBox, Label, SpinBox
-from qtpy.QtWidgets import QGroupBox, QWidget
+from qtpy.QtWidgets import QGroupBox
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form, text_line, vbox
-from napari_segeval._widgets._state import SERIES_HINT, ViewerState
+from napari_segeval._widgets._state import SERIES_HINT, Panel, ViewerState
 from napari_segeval._widgets.jobs.tasks import attack, attack_with
 from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.models.picker import ModelPicker
@@ -28,15 +28,13 @@ STEPS_RANGE = (1, 500)
 DEFAULT_ATTACK, DEFAULT_EPS, DEFAULT_STEPS = "pgd", 0.02, 10
 
 
-class AttackPanel(QWidget):
+class AttackPanel(Panel):
     """Choose an attack and its budget, run it, add perturbed image, perturbation, prediction."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState) -> None:
-        super().__init__()
+        super().__init__(napari_viewer, state)
         from napari_segeval.attacks import ATTACKS
 
-        self.viewer = napari_viewer
-        self.state = state
         self.attack = ComboBox(
             label="attack",
             choices=list(ATTACKS),
@@ -159,14 +157,13 @@ class AttackPanel(QWidget):
         place = {} if image is None else {"scale": image.scale, "translate": image.translate}
         spatial = {k: tuple(v)[-pert.ndim :] for k, v in place.items()}  # an RGB image's too
         limits = None if image is None else image.contrast_limits
-        rgb = getattr(image, "rgb", False)
-        attacked = self._set_image(
-            f"{base} attacked ({attack_name})", result.perturbed_image, rgb, place, limits
-        )
+        rgb = getattr(image, "rgb", False) or None
+        name = f"{base} attacked ({attack_name})"
+        attacked = self._set_image(name, result.perturbed_image, limits, rgb=rgb, **place)
         self.state.set_attacked_image(attacked)
         bound = float(np.max(np.abs(pert))) or 1.0
-        looks = {"colormap": PERTURBATION_COLORMAP, "visible": False}
-        self._set_image(f"{base} perturbation", pert, False, spatial, (-bound, bound), looks)
+        looks = {"colormap": PERTURBATION_COLORMAP, "visible": False, **spatial}
+        self._set_image(f"{base} perturbation", pert, (-bound, bound), **looks)
         layer = prediction_layer(
             self.viewer,
             self.state,
@@ -176,24 +173,15 @@ class AttackPanel(QWidget):
         )
         self.state.set_prediction("attacked", layer)
 
-    def _set_image(
-        self,
-        name: str,
-        data: np.ndarray,
-        rgb: bool,
-        place: dict,
-        limits: Any,
-        looks: dict | None = None,
-    ) -> Any:
-        """Replace the data of layer ``name``, or add it (an RGB one as uint8)."""
+    def _set_image(self, name: str, data: np.ndarray, limits: Any, **kwargs: Any) -> Any:
+        """Replace the data of layer ``name``, or add it with ``kwargs`` (an RGB one as uint8)."""
         if name in self.viewer.layers:
             layer = self.viewer.layers[name]
             layer.data = data
             if limits is not None:
                 layer.contrast_limits = limits
             return layer
-        if rgb:
+        if kwargs.get("rgb"):
             data, limits = np.clip(data, 0, 255).astype(np.uint8), None
-        kwargs = {**place, **(looks or {}), "contrast_limits": limits}
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
-        return self.viewer.add_image(data, name=name, rgb=rgb or None, **kwargs)
+        kwargs = {k: v for k, v in {**kwargs, "contrast_limits": limits}.items() if v is not None}
+        return self.viewer.add_image(data, name=name, **kwargs)

@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 from qtpy.QtCore import QTimer
-from qtpy.QtWidgets import QCheckBox, QComboBox, QLabel, QWidget
+from qtpy.QtWidgets import QCheckBox, QComboBox, QLabel
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets._state import (
     CONDITIONS,
+    Panel,
     ViewerState,
     current_index,
     go_to_index,
@@ -53,15 +54,13 @@ def _ends(slices: list[int]) -> tuple[int, int] | None:
     return (min(slices), max(slices)) if slices else None
 
 
-class DicePanel(QWidget):
+class DicePanel(Panel):
     """Live metrics table, per-slice Dice plot, worst-slice jump and FP/FN overlay."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState) -> None:
-        super().__init__()
+        super().__init__(napari_viewer, state)
         from napari_segeval._widgets.overlays.layers import ErrorOverlay
 
-        self.viewer = napari_viewer
-        self.state = state
         self.live: dict[str, Any] = {}
         self.surface: dict[str, list[dict] | None] = {}
         self.records: list[dict] = []

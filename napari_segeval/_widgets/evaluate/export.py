@@ -4,42 +4,41 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from magicgui.widgets import ComboBox
-from qtpy.QtWidgets import QFileDialog, QPushButton, QWidget
+from qtpy.QtWidgets import QFileDialog
 
 from napari_segeval._atomic import atomic_open
 from napari_segeval._widgets._form import confirm_replace, form, text_line, vbox
-from napari_segeval._widgets._state import CONDITIONS, ViewerState
-from napari_segeval._widgets.jobs.worker import run_guarded
+from napari_segeval._widgets._state import CONDITIONS, Panel, ViewerState
+from napari_segeval._widgets.jobs.worker import button
 from napari_segeval._widgets.overlays.arrays import PANEL_KEYS
 
 LABEL_FILTER = "Label maps (*.nii.gz *.nii *.mha *.nrrd)"
 
 
-class ExportPanel(QWidget):
+class ExportPanel(Panel):
     """Save predictions (NIfTI/MHA/NRRD), metrics (CSV) and a screenshot (PNG)."""
 
     def __init__(
         self, napari_viewer: Any, state: ViewerState, records: Callable[[], list[dict]]
     ) -> None:
-        super().__init__()
-        self.viewer = napari_viewer
-        self.state = state
+        super().__init__(napari_viewer, state)
         self.records = records
         self.condition = ComboBox(label="prediction", choices=list(CONDITIONS))
         self.status = text_line()
-        buttons = []
-        for text, filter_, action in (
-            ("Save prediction...", LABEL_FILTER, self.save_prediction),
-            ("Save metrics CSV...", "CSV (*.csv)", self.save_metrics),
-            ("Save screenshot...", "PNG (*.png)", self.save_screenshot),
-        ):
-            buttons.append(QPushButton(text))
-            buttons[-1].clicked.connect(lambda _=False, f=filter_, a=action: self._ask(f, a))
+        buttons = [
+            button(text, "", partial(self._ask, filter_, action), "export")
+            for text, filter_, action in (
+                ("Save prediction...", LABEL_FILTER, self.save_prediction),
+                ("Save metrics CSV...", "CSV (*.csv)", self.save_metrics),
+                ("Save screenshot...", "PNG (*.png)", self.save_screenshot),
+            )
+        ]
         vbox(self, form(self.condition), *buttons, self.status, 1)
 
     def _ask(self, filter_: str, action: Callable[[Path], Any]) -> None:
@@ -47,7 +46,7 @@ class ExportPanel(QWidget):
             self, "Save as", "", filter_, options=QFileDialog.Option.DontConfirmOverwrite
         )
         if path:
-            run_guarded("export", lambda: action(Path(path)))
+            action(Path(path))
 
     def _save(self, path: Path, what: str, write: Callable[[Path], Any]) -> Path | None:
         """``write(path)`` once the person agrees to replace a file there; says what happened."""

@@ -8,14 +8,15 @@ from typing import Any
 import numpy as np
 from magicgui.types import FileDialogMode
 from magicgui.widgets import CheckBox, ComboBox, FileEdit
-from qtpy.QtWidgets import QLabel, QWidget
+from qtpy.QtWidgets import QLabel
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form, vbox
-from napari_segeval._widgets._state import SERIES_HINT, ViewerState
-from napari_segeval._widgets.jobs.tasks import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
+from napari_segeval._widgets._state import SERIES_HINT, Panel, ViewerState
+from napari_segeval._widgets.jobs.tasks import DENSE_SOURCES, dense_ref, segment_dense
 from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.prompt.panel import prediction_layer
+from napari_segeval.models._device import DEVICE_CHOICES
 
 #: The path box's dialog mode and placeholder per kind of path of a model source.
 PATH_KINDS = {
@@ -25,13 +26,11 @@ PATH_KINDS = {
 }
 
 
-class SegmentPanel(QWidget):
+class SegmentPanel(Panel):
     """Choose a dense model, run it over the volume, keep its prediction as the clean one."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState) -> None:
-        super().__init__()
-        self.viewer = napari_viewer
-        self.state = state
+        super().__init__(napari_viewer, state)
         self.source = ComboBox(label="model", choices=list(DENSE_SOURCES))
         self.path = FileEdit(label="path", filter="PyTorch (*.pt *.pth)", nullable=True)
         self.trust = CheckBox(
@@ -39,7 +38,7 @@ class SegmentPanel(QWidget):
             text="trust TorchScript (it runs code from the file)",
             tooltip="as segeval's --trust-torchscript: only for files you trust",
         )
-        self.device = ComboBox(label="device", choices=list(DEVICES))
+        self.device = ComboBox(label="device", choices=list(DEVICE_CHOICES))
         self.source.changed.connect(self._source_picked)
         self.run_button = button("Run segmentation", "", self.run, "segmentation")
         self.runner = JobRunner(viewer=napari_viewer)

@@ -9,13 +9,10 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval.models._device import DEVICE_CHOICES
 from napari_segeval.models.registry import PROMPTABLE
 
 #: A job's ``progress(done, total)`` (None: not reported).
 Progress = Callable[[int, int], None] | None
-#: The device choices of every panel and of every ``segeval --device``.
-DEVICES = DEVICE_CHOICES
 
 
 def surface_rows(
@@ -60,23 +57,6 @@ def load_model(
 def _model(spec: tuple, cached: tuple | None, cancel: Any, load: Callable = load_model) -> Any:
     """The model of ``spec``: ``cached = (spec, model)``'s, else ``load(*spec, cancel=)``."""
     return cached[1] if cached is not None and cached[0] == spec else load(*spec, cancel=cancel)
-
-
-def pull_model(name: str, *, progress: Progress = None, cancel: Any = None) -> dict:
-    """Download and check the catalogue checkpoint ``name`` (``models.hub.pull``)."""
-    from napari_segeval.models.hub import pull
-
-    return pull(name, progress=progress, cancel=cancel)
-
-
-def segment(
-    model: Any, image: np.ndarray, modality: str, prompts: Any, kind: str, **kw: Any
-) -> np.ndarray:
-    """Propagated label map of ``image``: :func:`napari_segeval.propagation.propagate_image`
-    with keywords ``kw`` (``window``, ``progress``, ``cancel``, ``on_slice``)."""
-    from napari_segeval.propagation import propagate_image
-
-    return propagate_image(model, image, prompts, kind=kind, modality=modality, **kw).labels
 
 
 @dataclass(frozen=True)

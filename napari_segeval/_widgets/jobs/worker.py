@@ -115,9 +115,9 @@ class Job(WorkerBase):
             self._ended.wait(timeout)
         return not self.alive
 
-    def needs_met(self, layers: Any) -> bool:
-        """True when every layer in ``needs`` is in ``layers`` (a viewer's layer list)."""
-        return layers is None or all(layer in layers for layer in self.needs)
+    def needs_met(self, viewer: Any) -> bool:
+        """True when every layer in ``needs`` is in ``viewer`` (or there is no viewer)."""
+        return viewer is None or all(layer in viewer.layers for layer in self.needs)
 
 
 class JobProgress(cancelable_progress):
@@ -277,9 +277,6 @@ class JobRunner(QWidget):
         """Whether ``job``'s reports are still handled (not an earlier or closed job's)."""
         return job is self.job and not job.closed and qt_alive(self)
 
-    def _layers(self) -> Any:
-        return None if self.viewer is None else self.viewer.layers
-
     def _on_progress(self, job: Job, done: int, total: int) -> None:
         if not self._wanted(job):
             return
@@ -292,7 +289,7 @@ class JobRunner(QWidget):
             bar.update(done - bar.n)
 
     def _on_call(self, job: Job, callback: Callable[..., None], args: tuple) -> None:
-        if self._wanted(job) and job.gone is None and job.needs_met(self._layers()):
+        if self._wanted(job) and job.gone is None and job.needs_met(self.viewer):
             try:
                 callback(*args)
             except Exception as exc:  # noqa: BLE001 - never crash the viewer
@@ -326,7 +323,7 @@ class JobRunner(QWidget):
             return
         name = job.name
         ok, value = job.outcome or (False, Cancelled(f"{name} cancelled"))
-        if job.gone is None and not job.needs_met(self._layers()):
+        if job.gone is None and not job.needs_met(self.viewer):
             job.gone = "a layer it needs was removed"
         if job.gone is not None:
             text = f"{name} dropped: {job.gone}"

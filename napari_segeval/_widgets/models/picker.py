@@ -13,15 +13,10 @@ from qtpy.QtGui import QColor, QStandardItem, QStandardItemModel
 from qtpy.QtWidgets import QComboBox, QFileDialog, QPushButton, QSizePolicy, QTreeView, QWidget
 
 from napari_segeval._widgets._form import hbox, text_line, vbox
-from napari_segeval._widgets.jobs.tasks import load_model, pull_model
+from napari_segeval._widgets.jobs.tasks import load_model
 from napari_segeval._widgets.jobs.worker import JobRunner, button
-from napari_segeval._widgets.models.rows import (
-    Row,
-    card_html,
-    catalogue_rows,
-    entry_named,
-    row_state,
-)
+from napari_segeval._widgets.models.rows import Row, card_html, catalogue_rows, row_state
+from napari_segeval.models.hub import pull
 from napari_segeval.models.registry import PROMPTABLE
 
 CHECKPOINT_FILTER = "PyTorch checkpoints (*.pt *.pth *.ckpt);;All files (*)"
@@ -183,6 +178,7 @@ class ModelPicker(QWidget):
 
     def choose(self, ref: str | None) -> bool:
         """Select the row of a registry name or label, a catalogue name or ``NAME:PATH`` (or False)."""
+        from napari_segeval.models.catalogue import find
         from napari_segeval.models.registry import split_ref
 
         if not ref:
@@ -193,7 +189,7 @@ class ModelPicker(QWidget):
                 return False
             self.use_file(path, name)
             return True
-        entry = entry_named(name)
+        entry = find(name)
         for i, row in enumerate(self.rows()):
             if row.kind != "file" and (
                 name in (row.name, row.label) or (entry is not None and row.entry is entry)
@@ -245,11 +241,9 @@ class ModelPicker(QWidget):
             raise ValueError(f"{self.combo.currentText()} has nothing to download")
         if self.ready():
             raise ValueError(f"{entry.name} is here already")
-        cache = cache_signal(
-            self.viewer
-        ).changed  # every picker of the viewer reads the cache again
+        cache = cache_signal(self.viewer).changed  # every picker of the viewer reads it again
         job = self.runner.start(
-            f"download {entry.name}", pull_model, entry.name, on_done=lambda _: cache.emit()
+            f"download {entry.name}", pull, entry.name, on_done=lambda _: cache.emit()
         )
         self._show()
         return job

@@ -50,13 +50,6 @@ class Row:
         return self.packaged is None or model_row(self.name).install is None
 
 
-def entry_named(name: str | None) -> Any:
-    """The catalogue entry called ``name`` (any letter case), or None."""
-    from napari_segeval.models import catalogue
-
-    return None if name is None else catalogue.find(name)
-
-
 def catalogue_rows() -> list[Row]:
     """The rows of the list: registry models, other catalogue entries (no files yet)."""
     from napari_segeval.models.records import model_rows

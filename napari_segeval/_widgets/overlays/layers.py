@@ -60,11 +60,12 @@ class _Overlay(ABC):
     def pair(self) -> tuple[Any, Any] | None:
         """The two layers compared (of one shape), or None."""
 
-    @abstractmethod
     def marks(
         self, a: np.ndarray, b: np.ndarray, region: slice | None = None, out: Any = None
     ) -> np.ndarray:
-        """The overlay's values from the pair's arrays (``region``/``out``: a partial update)."""
+        """The overlay's values from the pair's arrays (``region``/``out``: a partial update):
+        :func:`disagreement` of every structure."""
+        return disagreement(a, b, region=region, out=out)
 
     @property
     def shown(self) -> bool:
@@ -183,12 +184,6 @@ class DisagreementOverlay(_Overlay):
     def pair(self) -> tuple[Any, Any] | None:
         predictions = self.state.predictions
         return _same_shape(predictions.get(CLEAN), predictions.get("attacked"))
-
-    def marks(
-        self, a: np.ndarray, b: np.ndarray, region: slice | None = None, out: Any = None
-    ) -> np.ndarray:
-        """:func:`disagreement` of every structure."""
-        return disagreement(a, b, region=region, out=out)
 
     def close(self) -> None:
         """Hide and stop listening to the state."""

@@ -13,9 +13,8 @@ from qtpy.QtWidgets import QFrame, QGroupBox, QScrollArea, QWidget
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
 from napari_segeval._widgets._form import form, hbox, vbox
-from napari_segeval._widgets._state import ViewerState, current_index, shared_state
+from napari_segeval._widgets._state import Panel, ViewerState, current_index
 from napari_segeval._widgets.jobs.tasks import (
-    DEVICES,
     Capability,
     capability,
     keeps_frames,
@@ -28,6 +27,7 @@ from napari_segeval._widgets.prompt.live import LiveLabels
 from napari_segeval._widgets.prompt.run import PropagationJobs, estimate_text
 from napari_segeval._widgets.prompt.tools import PromptTools, case_key
 from napari_segeval.io.case import MODALITIES
+from napari_segeval.models._device import DEVICE_CHOICES
 
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
 #: The row of the model's CT window: its preprocessing, not the display.
@@ -72,16 +72,14 @@ def _grid_layer(
     return add(data, name=name, metadata=dict(meta), **looks)
 
 
-class PromptPanel(QWidget):
+class PromptPanel(Panel):
     """Pick a structure and a model, prompt it on any slice, propagate and correct."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
-        super().__init__()
-        self.viewer = napari_viewer
-        self.state = state if state is not None else shared_state(napari_viewer)
+        super().__init__(napari_viewer, state)
         self.structure = ComboBox(label="structure", choices=[])
         self.structure.changed.connect(self._structure_picked)
-        self.device = ComboBox(label="device", choices=list(DEVICES))
+        self.device = ComboBox(label="device", choices=list(DEVICE_CHOICES))
         self.modality = ComboBox(
             label="modality",
             choices=["from image", *MODALITIES],

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from magicgui.widgets import CheckBox, ComboBox
 from qtpy.QtCore import Qt
 from qtpy.QtGui import QKeySequence
-from qtpy.QtWidgets import QComboBox, QFileDialog, QShortcut, QTableView, QWidget
+from qtpy.QtWidgets import QComboBox, QFileDialog, QShortcut, QTableView
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form, hbox, text_line, vbox
-from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets._state import Panel, ViewerState
 from napari_segeval._widgets.jobs.worker import (
     JobRunner,
     button,
@@ -45,13 +45,11 @@ if TYPE_CHECKING:
 NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
 
 
-class ResultsPanel(QWidget):
+class ResultsPanel(Panel):
     """Table of a results folder; a selected row's case (``loaded``) is shown in the viewer."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
-        super().__init__()
-        self.viewer = napari_viewer
-        self.state = state if state is not None else shared_state(napari_viewer)
+        super().__init__(napari_viewer, state)
         self.folder: ResultsFolder | None = None
         self.loaded: LoadedCase | None = None
         self.row: dict | None = None

@@ -100,10 +100,6 @@ class ReviewBox(QWidget):
         self.flagged.setCurrentRow(0)  # the slice a case opens on
         self.flagged.setVisible(bool(shown))
 
-    def slices(self) -> list[int]:
-        items = (self.flagged.item(i) for i in range(self.flagged.count()))
-        return [item.data(SLICE_ROLE) for item in items if item is not None]
-
     def _mark_clicked(self, checked: bool) -> None:
         case = self.case
         if case is not None:

@@ -6,12 +6,13 @@ import math
 from typing import Any, TypeVar, cast
 
 from qtpy.QtCore import (
-    QAbstractTableModel,
     QItemSelectionModel,
     QModelIndex,
+    QSignalBlocker,
     QSortFilterProxyModel,
     Qt,
 )
+from qtpy.QtGui import QStandardItem, QStandardItemModel
 from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from napari_segeval.metrics.catalog import METRICS
@@ -41,7 +42,6 @@ ABSENT = "absent"
 ALL = "(all)"
 T = TypeVar("T", bound=QTableView)
 SORT_ROLE = Qt.ItemDataRole.UserRole
-ROW_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 def _has_value(v: Any) -> bool:
@@ -56,7 +56,7 @@ def _text(key: str, v: Any) -> str:
     return str(v) if _has_value(v) else "-"
 
 
-class ResultsModel(QAbstractTableModel):
+class ResultsModel(QStandardItemModel):
     """Result rows as a read-only table; the columns without any value are left out."""
 
     def __init__(self, rows: list[dict] | None = None) -> None:
@@ -67,7 +67,6 @@ class ResultsModel(QAbstractTableModel):
 
     def set_rows(self, rows: list[dict]) -> None:
         """Replace the rows (and choose the columns that have values)."""
-        self.beginResetModel()
         self.rows = list(rows)
         several = len({r.get("model") for r in self.rows}) > 1
         has = {c[0]: any(_has_value(r.get(c[0])) for r in self.rows) for c in COLUMNS}
@@ -78,13 +77,43 @@ class ResultsModel(QAbstractTableModel):
             if (c[0] in ALWAYS and not (no_dice and c[0] == "dice"))
             or (several if c[0] == "model" else has[c[0]])
         ]
-        self.endResetModel()
+        self.clear()
+        self.setHorizontalHeaderLabels([header for _, header, _ in self.columns])
+        for j, (_, _, tip) in enumerate(self.columns):
+            cast(QStandardItem, self.horizontalHeaderItem(j)).setToolTip(tip)
+        for row in self.rows:
+            self.appendRow([self._item(row, key) for key, _, _ in self.columns])
+
+    @staticmethod
+    def _item(row: dict, key: str) -> QStandardItem:
+        """The cell of ``row``'s ``key``: its text, sort value and, for an absence, why."""
+        value = row.get(key)
+        absent = bool(row.get("absent")) and key in SCORES
+        item = QStandardItem(ABSENT if absent and key == "dice" else _text(key, value))
+        if absent:
+            item.setToolTip(
+                f"{row.get('structure')} is in neither the reference nor the prediction: "
+                f"an absence, not a failure (scored {_text(key, value)} by the protocol's "
+                "empty rule)"
+            )
+        if absent or value is None:
+            item.setData(math.nan, SORT_ROLE)  # after every real score
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            item.setData(float(value), SORT_ROLE)
+        else:
+            item.setData(str(value), SORT_ROLE)
+        if isinstance(value, (int, float)):
+            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return item
 
     def set_reviewed(self, cases: set[str]) -> None:
         """Mark the rows of ``cases`` reviewed (and the others not)."""
-        for r in self.rows:
-            r["reviewed"] = r["case"] in cases
         col = self.column("reviewed")
+        with QSignalBlocker(self):  # one dataChanged: a sorted proxy would sort once per row
+            for i, r in enumerate(self.rows):
+                r["reviewed"] = r["case"] in cases
+                if col >= 0:
+                    self.setItem(i, col, self._item(r, "reviewed"))
         if col >= 0 and self.rows:
             self.dataChanged.emit(self.index(0, col), self.index(len(self.rows) - 1, col))
 
@@ -92,47 +121,6 @@ class ResultsModel(QAbstractTableModel):
         """Index of the column showing ``key`` (-1 when not shown)."""
         keys = [c[0] for c in self.columns]
         return keys.index(key) if key in keys else -1
-
-    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.columns)
-
-    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
-            return None
-        row = self.rows[index.row()]
-        key = self.columns[index.column()][0]
-        value = row.get(key)
-        absent = bool(row.get("absent")) and key in SCORES
-        if role == Qt.ItemDataRole.DisplayRole:
-            return ABSENT if absent and key == "dice" else _text(key, value)
-        if role == Qt.ItemDataRole.ToolTipRole and absent:
-            return (
-                f"{row.get('structure')} is in neither the reference nor the prediction: "
-                f"an absence, not a failure (scored {_text(key, value)} by the protocol's "
-                "empty rule)"
-            )
-        if role == SORT_ROLE:
-            if absent:
-                return math.nan  # after every real score
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value)
-            return math.nan if value is None else str(value)
-        if role == ROW_ROLE:
-            return row
-        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(value, (int, float)):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        field = {int(Qt.ItemDataRole.DisplayRole): 1, int(Qt.ItemDataRole.ToolTipRole): 2}.get(role)
-        if orientation != Qt.Orientation.Horizontal or section >= len(self.columns) or not field:
-            return None
-        return self.columns[section][field]
 
 
 class ResultsProxy(QSortFilterProxyModel):
@@ -170,7 +158,8 @@ class ResultsProxy(QSortFilterProxyModel):
         return a < b if isinstance(a, float) and isinstance(b, float) else str(a) < str(b)
 
     def row(self, proxy_row: int) -> dict:
-        return self.index(proxy_row, 0).data(ROW_ROLE)
+        source = self.mapToSource(self.index(proxy_row, 0)).row()
+        return cast(ResultsModel, self.sourceModel()).rows[source]
 
 
 def filter_text(row: dict, key: str) -> str:

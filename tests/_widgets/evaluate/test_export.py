@@ -6,7 +6,7 @@ import csv
 
 import numpy as np
 import pytest
-from qtpy.QtWidgets import QMessageBox
+from qtpy.QtWidgets import QMessageBox, QPushButton
 
 from napari_segeval._widgets.evaluate.dice import DicePanel
 from napari_segeval._widgets.evaluate.export import ExportPanel
@@ -69,7 +69,8 @@ def test_bad_target_is_a_notification(panel, tmp_path, notifications, monkeypatc
     _viewer, _state, _pred, export = panel
     target = tmp_path / "missing-dir" / "pred.xyz"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
-    export._ask("", export.save_prediction)
+    buttons = export.findChildren(QPushButton)
+    next(b for b in buttons if b.text().startswith("Save prediction")).click()
     assert any("pred.xyz" in m for m in notifications())
     assert not target.exists()
 

@@ -259,7 +259,7 @@ def start_download(w, cache: str, gate: Gate):
     from napari_segeval._widgets.models import picker as model_picker
 
     serve_tiny(cache, gate)
-    real = model_picker.pull_model
+    real = model_picker.pull
     entered, release = gate.entered, gate.release
 
     def held(name, *, progress=None, cancel=None):
@@ -271,7 +271,7 @@ def start_download(w, cache: str, gate: Gate):
 
         return real(name, progress=report, cancel=cancel)
 
-    gate.replace(model_picker, "pull_model", held)
+    gate.replace(model_picker, "pull", held)
     picker = w.prompt.picker
     picker.fill()
     picker.choose("test-tiny")

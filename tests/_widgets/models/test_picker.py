@@ -184,7 +184,7 @@ def _held_in_the_download(monkeypatch):
 
     monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 4096)  # many blocks
     entered = threading.Event()
-    real = model_picker.pull_model
+    real = model_picker.pull
 
     def held(name, *, progress=None, cancel=None):
         def report(done, total):
@@ -196,7 +196,7 @@ def _held_in_the_download(monkeypatch):
 
         return real(name, progress=report, cancel=cancel)
 
-    monkeypatch.setattr(model_picker, "pull_model", held)
+    monkeypatch.setattr(model_picker, "pull", held)
     return entered
 
 

@@ -9,9 +9,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.jobs.tasks import segment
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.models.walk import WALK_DEFAULTS
+from napari_segeval.propagation import propagate_image
 
 from ..conftest import wait_job
 
@@ -81,9 +81,8 @@ def test_slices_appear_before_the_propagation_ends(ct_viewer, qtbot):
     assert PARTIAL not in viewer.layers
     assert len(viewer.layers) == n_layers + 1
     pred = w.state.predictions["clean"]
-    expected = segment(
-        ThresholdPromptModel(), w.state.image.data, "CT", w.prompt.tools.prompts(), "volume"
-    )
+    model, image, prompts = ThresholdPromptModel(), w.state.image.data, w.prompt.tools.prompts()
+    expected = propagate_image(model, image, prompts, kind="volume", modality="CT").labels
     np.testing.assert_array_equal(pred.data, expected)
 
 
