@@ -9,7 +9,10 @@ from __future__ import annotations
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from napari_segeval.models.walk import WalkOptions
 
 #: Default bound on cached features, in MiB.
 DEFAULT_CACHE_MB = 1024.0
@@ -60,6 +63,27 @@ class FrameStore:
 
     def __len__(self) -> int:
         return len(self.features)
+
+
+class KeepsFeatures:
+    """A backend keeping a case's frame features between calls and ``cache_mb`` MiB in a run."""
+
+    cache_mb: float | None
+
+    def feature_cache(self) -> FrameStore:
+        """A store of one case's frame features, for every call on its frames."""
+        return FrameStore()
+
+    def run_cache(
+        self, frames: Any, options: WalkOptions, key: Any
+    ) -> tuple[FrameStore | None, float | None]:
+        """A run's store (``options.features`` bound to ``frames`` and model options ``key``;
+        None under gradients) and byte budget (``options.cache_mb``, else the model's)."""
+        store = options.features if not options.grad and hasattr(frames, "_version") else None
+        if store is not None:
+            store.bind(frames, key)
+        cache_mb = self.cache_mb if options.cache_mb is None else options.cache_mb
+        return store, None if cache_mb is None else float(cache_mb) * 2**20
 
 
 class FrameCache:

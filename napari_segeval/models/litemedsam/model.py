@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._errors import InvalidImageError, InvalidPromptError
-from napari_segeval.models._frame_cache import DEFAULT_CACHE_MB, FrameCache, FrameStore
+from napari_segeval.models._frame_cache import DEFAULT_CACHE_MB, FrameCache, KeepsFeatures
 from napari_segeval.models.base import (
     Capabilities,
     Corrections,
@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import threading
 
     import torch
+
+    from napari_segeval.models._frame_cache import FrameStore
 
 #: Slices smaller than this (either side) are refused: the recipe would stretch them to 256.
 MIN_SIDE = 8
@@ -105,7 +107,7 @@ def to_uint8(
     return out.astype(np.uint8)
 
 
-class LiteMedSAMModel(PromptableModel):
+class LiteMedSAMModel(KeepsFeatures, PromptableModel):
     """LiteMedSAM (the MedSAM authors' 256 px box model) with the authors' recipe.
 
     ``network``: a :class:`._network.LiteMedSAMNet`; ``device`` None: CUDA, else MPS, else
@@ -203,10 +205,6 @@ class LiteMedSAMModel(PromptableModel):
         return NormalizeInfo(hi - lo, 0.0, 1.0, info)
 
     # -- the case's embeddings -----------------------------------------------------------
-    def feature_cache(self) -> FrameStore:
-        """A store of one case's slice embeddings, for every call on its frames."""
-        return FrameStore()
-
     def _frames(self, frames: Any) -> torch.Tensor:
         import torch
 
@@ -232,11 +230,7 @@ class LiteMedSAMModel(PromptableModel):
         from . import _recipe as R
 
         grad = options.grad
-        store = None if grad else options.features
-        if store is not None:
-            store.bind(frames, (str(self.device),))
-        cache_mb = self.cache_mb if options.cache_mb is None else options.cache_mb
-        budget = None if cache_mb is None else float(cache_mb) * 2**20
+        store, budget = self.run_cache(frames, options, (str(self.device),))
         steps = max((len(c.frames) for c in chains), default=0)
         reads = [[c.frames[j] for c in chains if j < len(c.frames)] for j in range(steps)]
 

@@ -15,7 +15,7 @@ import numpy as np
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
 from napari_segeval.inference.windowing import parse_window, window_bounds
-from napari_segeval.models._frame_cache import DEFAULT_CACHE_MB, FrameStore
+from napari_segeval.models._frame_cache import DEFAULT_CACHE_MB, KeepsFeatures
 from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableModel
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
 
@@ -50,7 +50,7 @@ def _resize_mode(resize: str) -> str:
     return resize
 
 
-class MedSAM2Model(PromptableModel):
+class MedSAM2Model(KeepsFeatures, PromptableModel):
     """MedSAM2 (SAM2.1 Hiera-tiny, 512 px, 7 memory frames) or SAM2.1 with our propagation loop.
 
     ``network``: a loaded ``SAM2Base``; ``device`` None: CUDA, else MPS, else CPU;
@@ -170,10 +170,6 @@ class MedSAM2Model(PromptableModel):
         with torch.autocast("cuda", enabled=False) if cuda else contextlib.nullcontext():
             return resize_bicubic(x, (self.image_size, self.image_size))
 
-    def feature_cache(self) -> FrameStore:
-        """A store of one case's image features, for every call on its frames."""
-        return FrameStore()
-
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
@@ -244,11 +240,8 @@ class MedSAM2Model(PromptableModel):
                 )
             )
         sets = {g: s for s, g in groups.items()}
-        cache_mb = self.cache_mb if options.cache_mb is None else options.cache_mb
-        budget = None if cache_mb is None else float(cache_mb) * 2**20
-        store = options.features if not options.grad and hasattr(frames, "_version") else None
-        if store is not None:  # features for the next call
-            store.bind(frames, (self.resize, self.encode_batch, str(self.device)))
+        key = (self.resize, self.encode_batch, str(self.device))
+        store, budget = self.run_cache(frames, options, key)  # store: for the next call
         reused = 0 if store is None else len(store)
         cond_frames = {g: reading_order(s) for g, s in sets.items()}
         feats = _walks.FrameFeatures(
