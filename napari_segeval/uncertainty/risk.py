@@ -327,6 +327,7 @@ def structure_risk(
     model = model or RiskModel.load()
     n = masks.shape[0]
     ends = tuple(trace.ends) if trace is not None else ()
+    quality_stops = trace.quality_stops if trace is not None else ()
     signals_of = ("quality", "agreement", "presence")  # the model's per-slice signals
     seen = {k: dict(getattr(trace, k)) for k in signals_of} if trace is not None else {}
     wanted = set(np.flatnonzero(masks.reshape(n, -1).any(axis=1)).tolist())
@@ -335,12 +336,12 @@ def structure_risk(
     signals = slice_signals(
         masks, probs, sorted(wanted), ends=ends, others=others, augmented=augmented, **seen
     )
-    stopped = {k for e in ends if e.reason.is_quality_stop for k in e.slices}
+    stopped = {k for e in quality_stops for k in e.slices}
     rows = []
     for k, sig in signals.items():
         risk = model.slice({s.value: v for s, v in sig.items()})
         rows.append(SliceRisk(k, risk, sig, flags_of(sig, k in stopped), int(masks[k].sum())))
-    stops = tuple((e.last, e.reason.value) for e in ends if e.reason.is_quality_stop)
+    stops = tuple((e.last, e.reason.value) for e in quality_stops)
     risk = model.structure(structure_features(rows, bool(stops)))
     return StructureRisk(label, risk, tuple(rows), stops)
 
