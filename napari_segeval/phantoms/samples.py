@@ -33,9 +33,10 @@ def _repo_samples() -> Path:
     return Path(__file__).resolve().parents[2] / "sample_data"
 
 
-def _cache_dir() -> Path:
+def user_cache(name: str) -> Path:
+    """The package's user cache folder ``name`` (under ``$XDG_CACHE_HOME``, else ``~/.cache``)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "napari-segeval" / f"samples-v{SAMPLES_VERSION}"
+    return Path(base) / "napari-segeval" / name
 
 
 def _can_write_video() -> bool:
@@ -109,7 +110,7 @@ def sample_root() -> Path:
     repo = _repo_samples()
     if (repo / "index.json").is_file():
         return repo
-    cache = _cache_dir()
+    cache = user_cache(f"samples-v{SAMPLES_VERSION}")
     if (cache / "index.json").is_file() and (
         _built_with(cache).get("video", False) or not _can_write_video()
     ):

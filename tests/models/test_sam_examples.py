@@ -108,10 +108,6 @@ True
 >>> type(inference_encoder(enc, "fp32", torch.device("cpu"))).__name__
 'FusedEncoder'
 """,
-    "napari_segeval.models.litemedsam._openvino.cache_root": """\
->>> cache_root({"XDG_CACHE_HOME": "/c"}).as_posix()
-'/c/napari-segeval/litemedsam'
-""",
     "napari_segeval.models.litemedsam._openvino.cache_key": """\
 >>> a, b = cache_key("ab" * 32, "2026.1"), cache_key("ab" * 32, "2026.2")
 >>> a.startswith("encoder-abababababab") and a != b

@@ -16,14 +16,9 @@ from typing import Any
 
 import torch
 
+from napari_segeval.phantoms.samples import user_cache
+
 from ._network import IMAGE_SIZE, TinyViTEncoder
-
-
-def cache_root(environ: Any = None) -> Path:
-    """Where converted encoders are kept (``$XDG_CACHE_HOME``, else ``~/.cache``)."""
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "napari-segeval" / "litemedsam"
 
 
 def cache_key(weights_sha256: str, ov_version: str) -> str:
@@ -47,7 +42,7 @@ def converted_model(encoder: TinyViTEncoder, key: str | None) -> Any:
 
     if key is None:
         return _convert(encoder)
-    folder = cache_root()
+    folder = user_cache("litemedsam")
     xml = folder / f"{key}.xml"
     if xml.is_file() and xml.with_suffix(".bin").is_file():
         try:
