@@ -62,13 +62,13 @@ def main(which: str, out: str, model: str = "litemedsam") -> None:
     w = SegEvalWidget(viewer)
     viewer.window.add_dock_widget(case, name="Case", area="right")
     viewer.window.add_dock_widget(w, name="Evaluate", area="right")
-    if not w.prompt.choose_model(model):
+    if not w.prompt.picker.choose(model):
         raise SystemExit(f"{model}: not a promptable model of the viewer's list")
     w.prompt.device.value = "cpu"
     label = next(k for k, v in w.state.structures.items() if v == structure)
     w.state.set_current(label)
-    w.prompt.go_to_middle()
-    box = w.prompt.box_from_reference()
+    w.prompt.tools.go_to_middle()
+    box = w.prompt.tools.box_from_reference()
     w.prompt.run()
     _settle(lambda: not w.prompt.runner.running)
     _settle(lambda: not w.dice.surface_runner.running, 120)

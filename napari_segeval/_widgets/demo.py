@@ -64,7 +64,7 @@ class DemoRun:
         name = split_ref(backend)[0]
         if checkpoint is not None and name in PROMPTABLE:
             w.prompt.picker.use_file(checkpoint, name)
-        elif not w.prompt.choose_model(name):
+        elif not w.prompt.picker.choose(name):
             raise SegEvalError(f"{backend}: not a promptable model of the viewer's list")
         w.prompt.device.value = device
         if correct:  # the prompts and how Dice moved need the tab's height, not the card
@@ -79,8 +79,8 @@ class DemoRun:
             w.attack.steps.value = steps
         liver = next((k for k, v in w.state.structures.items() if v == "liver"), 1)
         w.state.set_current(liver)
-        w.prompt.go_to_middle()
-        self.box = w.prompt.box_from_reference()
+        w.prompt.tools.go_to_middle()
+        self.box = w.prompt.tools.box_from_reference()
         w.prompt.runner.job_done.connect(self._propagated)
         w.attack.runner.job_done.connect(self._attacked)
 

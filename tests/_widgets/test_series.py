@@ -48,7 +48,7 @@ def test_series_is_not_a_video_and_one_volume_is_taken(make_napari_viewer, serie
     panel = PromptPanel(viewer, state)
     assert not panel.volume_button.isHidden()
     state.set_current(1)
-    for action in (panel.go_to_middle, panel.box_from_reference, panel.run):
+    for action in (panel.tools.go_to_middle, panel.tools.box_from_reference, panel.run):
         with pytest.raises(ValueError, match="time series of volumes"):
             action()
     with pytest.raises(ValueError, match="time series of volumes"):
@@ -63,7 +63,7 @@ def test_series_is_not_a_video_and_one_volume_is_taken(make_napari_viewer, serie
     assert state.image is new_image and state.reference is new_ref
     assert state.kind() == "volume" and panel.volume_button.isHidden()
     assert not viewer.layers[0].visible  # the series is hidden, its volume shown
-    box = panel.box_from_reference()  # prompting works on the volume
+    box = panel.tools.box_from_reference()  # prompting works on the volume
     assert box.label == 1 and 1 <= box.index <= 4
 
 

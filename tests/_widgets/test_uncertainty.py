@@ -34,7 +34,7 @@ def test_dice_panel_shows_uncertainty_beside_dice(small_case, qtbot):
 def test_uncertainty_action_adds_heatmap_and_scores(ct_viewer, qtbot, notifications):
     viewer, w = ct_viewer
     w.state.set_current(1)
-    box = w.prompt.box_from_reference()
+    box = w.prompt.tools.box_from_reference()
     assert w.prompt.uncertainty_button.text() == "Uncertainty"  # nothing ran: no estimate
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)

@@ -31,7 +31,7 @@ def test_video_forward_from_first_frame(make_napari_viewer, qtbot):
     _viewer, w = _open(make_napari_viewer, "video")
     assert w.state.kind() == "video"
     w.state.set_current(1)
-    box = w.prompt.box_from_reference()
+    box = w.prompt.tools.box_from_reference()
     assert box == box_from_labels(w.state.reference.data, 1, mode="video")
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
@@ -53,7 +53,7 @@ def test_rgb_image_box_prompt(make_napari_viewer, qtbot):
     assert w.state.kind() == "image"
     assert not w.dice.plot.isVisibleTo(w.dice)
     w.state.set_current(2)  # the polyp sample holds the non-neoplastic lesion
-    box = w.prompt.box_from_reference()
+    box = w.prompt.tools.box_from_reference()
     assert w.state.boxes.ndim == 2
     assert w.prompt.tools.prompts() == {2: PromptSet.from_box(box)}
     w.prompt.run()

@@ -31,8 +31,8 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     viewer, w = ct_viewer
     ref = w.state.reference.data
     w.state.set_current(1)
-    assert w.prompt.go_to_middle() == box_from_labels(ref, 1).index
-    liver = w.prompt.box_from_reference()
+    assert w.prompt.tools.go_to_middle() == box_from_labels(ref, 1).index
+    liver = w.prompt.tools.box_from_reference()
     assert liver == box_from_labels(ref, 1)
     # a box drawn by hand for the spleen: rectangle mode, then shape data added
     w.state.set_current(2)
@@ -93,7 +93,7 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
 def test_attack_adds_layers_and_compares(ct_viewer, qtbot):
     viewer, w = ct_viewer
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     assert "HU" in w.attack.raw.value
@@ -133,7 +133,7 @@ class _SlowModel(ThresholdPromptModel):
 def test_cancel_running_propagation(ct_viewer, qtbot):
     viewer, w = ct_viewer
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     model = _SlowModel()
     w.state.model, w.state.model_key = model, w.prompt.spec()
     n_layers = len(viewer.layers)
@@ -154,7 +154,7 @@ def test_bad_checkpoint_is_a_notification(ct_viewer, qtbot, tmp_path, notificati
     bad.write_bytes(b"this is not a checkpoint")
     w.prompt.picker.use_file(bad, "builtin")  # unchecked, as segeval demo --checkpoint
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     assert "weights.pt" in (w.prompt.runner.last_error or "")
@@ -174,7 +174,7 @@ def test_box_prompts_replace_per_structure(ct_viewer):
     _viewer, w = ct_viewer
     w.state.set_current(1)
     w.prompt.tools.set_box(Box(10, 10, 20, 20, index=5, label=1))
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     assert len(w.state.boxes.data) == 1
     assert w.prompt.tools.prompts() == {
         1: PromptSet.from_box(box_from_labels(w.state.reference.data, 1))

@@ -240,14 +240,6 @@ class PromptPanel(Panel):
         self.ct_window.enabled = ct
         return ct
 
-    def go_to_middle(self) -> int:
-        """Show the middle slice of the current structure's reference extent."""
-        return self.tools.go_to_middle()
-
-    def box_from_reference(self) -> Any:
-        """Start the current structure over from its reference box (middle slice)."""
-        return self.tools.box_from_reference()
-
     def spec(self) -> tuple[str, str | None, str]:
         """``(model name, checkpoint or None, device)`` of the chosen model."""
         return (*self.picker.choice(), self.device.value)
@@ -280,10 +272,6 @@ class PromptPanel(Panel):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self.update_capability()
-
-    def choose_model(self, name: str | None) -> bool:
-        """Choose the model ``name`` (registry or catalogue name, ``NAME:PATH``); False if none."""
-        return self.picker.choose(name)
 
     def run(self) -> Any:
         """Propagate every structure's prompts (a new session) in a worker."""

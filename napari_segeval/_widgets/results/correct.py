@@ -91,7 +91,7 @@ def open_correction(folder: ResultsFolder, loaded: LoadedCase, evaluate: Any) ->
             f"; the run's model {model} is dense and takes no prompts: the "
             f"corrections run {prompt.backend.currentText()}"
         )
-    elif model is not None and not prompt.choose_model(model):
+    elif model is not None and not prompt.picker.choose(model):
         note += f"; the run's model {model} is not in the list: choose one above"
     start = loaded.predictions.get(loaded.pair[0] or CLEAN)
     prompt.start_correction(

@@ -139,7 +139,7 @@ def ct_session(viewer):
     w.prompt.backend.setCurrentText("threshold (no weights)")
     w.prompt.device.value = "cpu"
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     return w
 
 

@@ -133,7 +133,7 @@ def test_download_from_the_hub_with_progress_then_propagate_by_name(
     assert picker.state.text() == "not downloaded (0.0 MB)" and picker.download_button.isEnabled()
     assert hub.requests == []  # nothing downloads on its own
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     w.prompt.run_button.click()  # not downloaded: said in one line, nothing runs
     assert not w.prompt.runner.running and hub.requests == []
     assert [m for m in notifications() if "failed" in m] == [
@@ -297,7 +297,7 @@ def test_open_checkpoint_a_wrong_file_is_one_notification(
 def test_the_attack_tab_attacks_the_model_chosen_there(ct_viewer, qtbot):
     _viewer, w = ct_viewer
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     assert w.attack.picker.choice() == ("", None)  # the clean prediction's model by default

@@ -47,7 +47,7 @@ def _partial(viewer):
 def test_slices_appear_before_the_propagation_ends(ct_viewer, qtbot):
     viewer, w = ct_viewer
     w.state.set_current(1)
-    box = w.prompt.box_from_reference()
+    box = w.prompt.tools.box_from_reference()
     model = _SlowSteps()
     model.release.clear()  # hold the walk after its first slice
     w.state.model, w.state.model_key = model, w.prompt.spec()
@@ -89,7 +89,7 @@ def test_slices_appear_before_the_propagation_ends(ct_viewer, qtbot):
 def test_cancel_removes_the_partial_result(ct_viewer, qtbot):
     viewer, w = ct_viewer
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     model = _SlowSteps()
     model.release.clear()
     w.state.model, w.state.model_key = model, w.prompt.spec()
@@ -136,7 +136,7 @@ def test_deleting_the_image_mid_propagation_leaves_no_partial_or_wrong_layer(
 ):
     viewer, w = ct_viewer
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     model = _SlowSteps(delay=0.0)  # held by ``release``; no need to slow the rest down
     model.release.clear()  # hold the walk after its first slice
     w.state.model, w.state.model_key = model, w.prompt.spec()

@@ -50,7 +50,7 @@ def test_box_on_another_slice_and_a_negative_click_repropagate_one_structure(
     ref = np.asarray(w.state.reference.data)
     for label in (1, 2):
         w.state.set_current(label)
-        w.prompt.box_from_reference()
+        w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     pred = w.state.predictions["clean"]
@@ -106,7 +106,7 @@ def test_after_each_prompt_repropagates_and_undo_goes_back(ct_viewer, qtbot):
     tools = w.prompt.tools
     ref = np.asarray(w.state.reference.data)
     w.state.set_current(4)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     first = np.asarray(w.state.predictions["clean"].data).copy()
@@ -143,7 +143,7 @@ def test_video_prompt_on_a_later_frame(make_napari_viewer, qtbot):
     w.prompt.backend.setCurrentText("threshold (no weights)")
     ref = np.asarray(w.state.reference.data)
     w.state.set_current(1)
-    first = w.prompt.box_from_reference()
+    first = w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     later = first.index + 12
@@ -172,7 +172,7 @@ def test_click_on_a_2d_image(make_napari_viewer, qtbot):
     w.prompt.backend.setCurrentText("threshold (no weights)")
     ref = np.asarray(w.state.reference.data)
     w.state.set_current(2)
-    box = w.prompt.box_from_reference()
+    box = w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     ys, xs = np.nonzero(ref == 2)
@@ -209,7 +209,7 @@ def test_built_in_network_with_click_channels(ct_viewer, qtbot, tmp_path):
     w.prompt.picker.use_file(path, "builtin")
     w.prompt.device.value = "cpu"
     w.state.set_current(1)
-    box = w.prompt.box_from_reference()
+    box = w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.tools.buttons["positive"].isEnabled()
@@ -240,7 +240,7 @@ def test_propagation_progress_is_monotonic_to_its_total(ct_viewer, qtbot, monkey
         runner, "_on_progress", lambda job, d, t: (heard.append((d, t)), shown(job, d, t))
     )
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, runner)
     assert runner.last_error is None and heard
@@ -258,7 +258,7 @@ def test_a_propagation_draws_each_structures_risk_beside_its_dice(ct_viewer, qtb
 
     _viewer, w = ct_viewer
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.runner.last_error is None

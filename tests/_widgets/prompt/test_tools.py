@@ -24,7 +24,7 @@ def test_list_delete_and_undo(ct_viewer, qtbot):
     _viewer, w = ct_viewer
     tools = w.prompt.tools
     w.state.set_current(1)
-    box = w.prompt.box_from_reference()
+    box = w.prompt.tools.box_from_reference()
     tools.start_points(True).add([box.index + 3, 50, 40])
     tools.start_points(False).add([box.index + 3, 52, 44])
     qtbot.waitUntil(lambda: tools.list.count() == 3, timeout=5000)
@@ -49,11 +49,11 @@ def test_prompts_file_round_trip(ct_viewer, qtbot, tmp_path, notifications):
     tools = w.prompt.tools
     ref = np.asarray(w.state.reference.data)
     w.state.set_current(3)
-    box = w.prompt.box_from_reference()
+    box = w.prompt.tools.box_from_reference()
     tools.start_points(False).add([box.index, box.y0 + 1, box.x0 + 1])
     qtbot.waitUntil(lambda: tools.list.count() == 2, timeout=5000)
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     drawn = w.prompt.tools.prompts()
     path = tools.save_prompts(tmp_path / "case.prompts.json")
     saved = read_prompts(path)
@@ -62,7 +62,7 @@ def test_prompts_file_round_trip(ct_viewer, qtbot, tmp_path, notifications):
     with pytest.raises(Exception, match="exists"):
         tools.save_prompts(path)  # never over a file unless asked
     # another session of prompts, then the file again: exactly the saved ones
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     tools.start_over({2: PromptSet.from_box(box_from_labels(ref, 2))})
     assert list(w.prompt.tools.prompts()) == [2]
     tools.buttons["load"].setEnabled(True)
@@ -84,7 +84,7 @@ def test_prompts_file_round_trip(ct_viewer, qtbot, tmp_path, notifications):
 def test_bad_prompts_files_are_one_notification(ct_viewer, tmp_path, notifications, what):
     viewer, w = ct_viewer
     w.state.set_current(1)
-    box = w.prompt.box_from_reference()
+    box = w.prompt.tools.box_from_reference()
     before, names = w.prompt.tools.prompts(), _layer_names(viewer)
     path = tmp_path / "bad.json"
     good = PromptFile({1: PromptSet.from_box(box)}, (40, 112, 112)).to_json()
@@ -239,7 +239,7 @@ def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot, box_only_weights
     # the shipped built-in weights take clicks: once loaded, the point tools stay on
     w.prompt.backend.setCurrentText("built-in")
     w.state.set_current(1)
-    w.prompt.box_from_reference()
+    w.prompt.tools.box_from_reference()
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     assert tools.buttons["positive"].isEnabled() and tools.buttons["negative"].isEnabled()
