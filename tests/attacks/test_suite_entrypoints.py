@@ -10,7 +10,7 @@ from napari_segeval._errors import SegEvalError
 from napari_segeval.attacks import AttackNotApplicable
 from napari_segeval.cli._evaluate import parse_attack
 from napari_segeval.evaluation.protocols import _dense as D
-from napari_segeval.evaluation.protocols.msd_robust import MsdParams
+from napari_segeval.evaluation.protocols.msd_robust import MsdParams, skip_reason
 from napari_segeval.models.registry import load_dense
 from napari_segeval.phantoms.ct import make_ct_case
 
@@ -80,10 +80,12 @@ def test_the_rog_suite_runs_through_the_protocol_hook(tiny, case):
     params = MsdParams(overlap=0.5, mirror=False, postprocess=True)
     names = []
     for attack in ROG_SUITE:
-        assert D.skip_reason(tiny, attack) is None  # 6 classes: APGD-DLR applies
-        cond, labels, eps_raw = D.run_attack(tiny, case, attack, params)[:3]
-        assert labels.shape == case.labels.shape and eps_raw == pytest.approx(0.2 * 30.0)
-        names.append(cond)
+        assert skip_reason(tiny, attack) is None  # 6 classes: APGD-DLR applies
+        out = D.run_attack(tiny, case, attack, params)
+        assert out.labels.shape == case.labels.shape
+        # the budget in raw units: 0.2 normalized units of 30 HU each
+        assert np.abs(out.perturbation).max() <= 0.2 * 30.0 * (1 + 1e-5)
+        names.append(out.condition)
     assert names == [
         "apgd-ce-linf eps=0.2 steps=2 schedule=rog",
         "apgd-dlr-linf eps=0.2 steps=2 schedule=rog",
@@ -108,8 +110,8 @@ def test_hook_refuses_bad_options_and_inapplicable_attacks(tiny, case):
     with pytest.raises(SegEvalError, match="reference"):
         D.run_attack(tiny, case, {"name": "fgsm", "eps": 0.1, "reference": "gt"}, MsdParams())
     binary = type("Binary", (), {"num_classes": 2})()
-    assert "at least 3 classes" in D.skip_reason(binary, {"name": "apgd-dlr", "eps": 0.1})
-    assert D.skip_reason(binary, {"name": "mod:func"}) is None
+    assert "at least 3 classes" in skip_reason(binary, {"name": "apgd-dlr", "eps": 0.1})
+    assert skip_reason(binary, {"name": "mod:func"}) is None
     tiny.num_classes = 2  # pretend: the hook refuses before any work
     with pytest.raises(AttackNotApplicable):
         D.run_attack(tiny, case, {"name": "apgd-dlr", "eps": 0.1, "steps": 1}, MsdParams())
