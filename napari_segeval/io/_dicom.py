@@ -30,7 +30,7 @@ from napari_segeval.io._quiet import one_line_errors, quiet
 def _transfer_syntax(ds):
     from pydicom.uid import UID, ExplicitVRBigEndian, ExplicitVRLittleEndian, ImplicitVRLittleEndian
 
-    ts = getattr(ds, "file_meta", {}).get("TransferSyntaxUID")
+    ts = (getattr(ds, "file_meta", None) or {}).get("TransferSyntaxUID")
     if ts:
         return UID(str(ts))
     implicit, little = getattr(ds, "original_encoding", (True, True))  # (None, None): made here

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from napari_segeval._errors import MissingDependencyError, ReadError
+from napari_segeval._paths import user_cache
 
 #: Environment variable naming a sample folder (one holding ``index.json``).
 ENV_VAR = "NAPARI_SEGEVAL_SAMPLES"
@@ -31,12 +32,6 @@ NEEDS_EXTRA: dict[str, tuple[str, str, str]] = {
 
 def _repo_samples() -> Path:
     return Path(__file__).resolve().parents[2] / "sample_data"
-
-
-def user_cache(name: str) -> Path:
-    """The package's user cache folder ``name`` (under ``$XDG_CACHE_HOME``, else ``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "napari-segeval" / name
 
 
 def _can_write_video() -> bool:

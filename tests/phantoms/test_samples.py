@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from napari_segeval._errors import ReadError
+from napari_segeval._paths import user_cache
 from napari_segeval.phantoms import samples
 from napari_segeval.phantoms.samples import ENV_VAR, sample_info, sample_path, sample_root
 
@@ -124,14 +125,7 @@ def test_the_cache_is_rebuilt_when_the_video_extra_arrives(tmp_path, monkeypatch
 
 def test_a_cache_from_before_the_record_is_judged_by_its_index(tmp_path, monkeypatch):
     calls = _fake_cache(tmp_path, monkeypatch, [True])
-    cache = samples.user_cache(f"samples-v{samples.SAMPLES_VERSION}")
+    cache = user_cache(f"samples-v{samples.SAMPLES_VERSION}")
     cache.mkdir(parents=True)
     (cache / "index.json").write_text(json.dumps({"video": {"image": "v.mp4"}}))
     assert sample_root() == cache and calls == []  # it has the video: not rebuilt
-
-
-def test_user_cache_is_under_xdg_cache_home(monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", "/c")
-    assert samples.user_cache("litemedsam").as_posix() == "/c/napari-segeval/litemedsam"
-    monkeypatch.delenv("XDG_CACHE_HOME")
-    assert samples.user_cache("x") == Path.home() / ".cache" / "napari-segeval" / "x"

@@ -93,11 +93,11 @@ class Params:
     if TYPE_CHECKING:  # every protocol's record declares it, with its own default
         model: str | None = None
 
-    # What a results folder's browser and a correction read of any run: the parameter, when
-    # the protocol has it.
+    # What a results folder's browser and a correction read of any run; a record whose
+    # protocol has the parameter overrides the method.
     def image_channel(self) -> int:
-        """The image channel the run read (its ``channel``; 0 when unset or not a parameter)."""
-        return int(getattr(self, "channel", None) or 0)
+        """The image channel the run read (0: the protocol has no ``channel``)."""
+        return 0
 
     def run_models(self) -> list[str]:
         """The models of a run of several (``models``), else []."""
@@ -105,7 +105,7 @@ class Params:
 
     def per_frame(self) -> bool:
         """Whether the run's rounds step through a video's frames (``mode=video``)."""
-        return getattr(self, "mode", None) == "video"
+        return False
 
     def propagation_options(self) -> dict[str, Any]:
         """The :class:`~napari_segeval.propagation.PropagationOptions` fields the run set
@@ -115,7 +115,7 @@ class Params:
 
     def mask_prompts(self) -> bool:
         """Whether the run prompted with reference masks (``prompt=mask``)."""
-        return getattr(self, "prompt", None) == "mask"
+        return False
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -61,6 +61,14 @@ class _Tail(_Head):
     prompts: str | None = None
     precision: str = choice("auto", PRECISION_CHOICES)
 
+    def image_channel(self) -> int:
+        """The ``channel`` parameter."""
+        return self.channel
+
+    def mask_prompts(self) -> bool:
+        """Whether ``prompt`` is ``mask``."""
+        return self.prompt == "mask"
+
     def propagation_options(self) -> dict[str, Any]:
         """``keep_largest``, ``stop_when_empty``, ``connectivity`` and ``decision``."""
         return {

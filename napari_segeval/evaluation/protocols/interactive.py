@@ -36,6 +36,10 @@ class _Rounds(P.PromptParams):
     attacks: list = listed()
     slice_choice: str = choice("oracle", SLICE_CHOICES)
 
+    def per_frame(self) -> bool:
+        """Whether ``mode`` is ``video``."""
+        return self.mode == "video"
+
 
 @dataclass(frozen=True)
 class InteractiveParams(Models, _Rounds):
@@ -54,7 +58,9 @@ def review_order(
     skip: Iterable[int] = (),
     rng: np.random.Generator | None = None,
 ) -> list[int]:
-    """The slices a person without the reference looks at, in order, less ``skip``."""
+    """The slices a person without the reference looks at, in order (``risk``: flagged first,
+    riskiest first; ``random``: shuffled), among those the structure's risk describes, less ``skip``.
+    """
     from napari_segeval.evaluation.triage import crop_slices
     from napari_segeval.uncertainty.risk import structure_risk
 

@@ -58,6 +58,10 @@ class UncertaintyParams(Params):
     train_width: int = 8
     threads: int = 1
 
+    def image_channel(self) -> int:
+        """The ``channel`` parameter."""
+        return self.channel
+
     def check(self) -> None:
         """The fields' rules, and the old score name ``auv`` refused with its new name."""
         super().check()

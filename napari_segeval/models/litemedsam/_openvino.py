@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from napari_segeval.phantoms.samples import user_cache
+from napari_segeval._paths import user_cache
 
 from ._network import IMAGE_SIZE, TinyViTEncoder
 
