@@ -11,14 +11,9 @@ def _sample(name: str) -> list:
     from napari_segeval.io import read_case
     from napari_segeval.phantoms.samples import sample_info, sample_path
 
-    info = sample_info(name)
-    table = info.get("color_table")
-    color_table = {tuple(rgb): int(k) for k, rgb in table.items()} if table else None
+    info = sample_info(name)  # a colour mask's table: its folder's dataset.json
     case = read_case(
-        sample_path(name, "image"),
-        sample_path(name, "labels"),
-        modality=info.get("modality"),
-        color_table=color_table,
+        sample_path(name, "image"), sample_path(name, "labels"), modality=info.get("modality")
     )
     if not case.structures and info.get("structures"):
         case.structures = {int(k): v for k, v in info["structures"].items()}

@@ -123,15 +123,16 @@ def analyze_header(img: Path) -> Path | None:
 
 
 def kind(path: str | Path) -> str | None:
-    """Reader family for ``path``: nifti, itk, dicom, video, raster, dicom-folder, frames."""
+    """Reader family for ``path``: nifti, itk, dicom (a file, folder or DICOMDIR), video,
+    raster, frames."""
     p = Path(path)
     if p.is_dir():
-        return {"dicom": "dicom-folder", "frames": "frames"}.get(folder_kind(p) or "")
+        return folder_kind(p)
     ext = suffix(p)
     if ext == ".img" and analyze_header(p) is not None:
         return "itk"  # the data half of an Analyze 7.5 / NIfTI pair
     if p.name.upper() == "DICOMDIR":
-        return "dicom-folder"
+        return "dicom"
     return _KINDS.get(ext) or ("dicom" if p.is_file() and sniff(p) else None)
 
 

@@ -164,7 +164,7 @@ def _is_nifti_pair(header: Path) -> bool:
         return False
 
 
-def write_itk(path: Path, array: np.ndarray, geometry: Geometry) -> None:
+def write_itk(path: Path, array: np.ndarray, geometry: Geometry, compress: bool = True) -> None:
     """Write ``array`` with ``geometry`` through SimpleITK (format from the extension)."""
     import SimpleITK as sitk
 
@@ -175,4 +175,4 @@ def write_itk(path: Path, array: np.ndarray, geometry: Geometry) -> None:
     img.SetSpacing(geometry.spacing[::-1])
     img.SetOrigin(geometry.origin)
     img.SetDirection(geometry.direction)
-    sitk.WriteImage(img, str(path), useCompression=True)
+    sitk.WriteImage(img, str(path), useCompression=compress)

@@ -20,16 +20,16 @@ MODALITIES: tuple[str, ...] = ("CT", "MR", "US", "endoscopy", "dermoscopy", "PET
 #: Axis meanings: ``"zyx"`` volume, ``"tyx"`` video, ``"yx"`` grey 2D, ``"yxc"`` colour 2D,
 #: ``"tyxc"`` colour video, ``"tzyx"`` time series of volumes (4D NIfTI: fMRI, DWI, cine),
 #: ``"czyx"`` multi-channel volume (MR sequences of one patient: MSD BrainTumour, Prostate;
-#: only made on request, see :func:`napari_segeval.io.read_channels`).
-AXES: tuple[str, ...] = ("zyx", "tyx", "yx", "yxc", "tyxc", "tzyx", "czyx")
-#: What a case is, as the viewer and the command line name it (:func:`kind_of_axes`).
-KINDS: tuple[str, ...] = ("volume", "video", "image", "series")
+#: only made on request, see :func:`napari_segeval.io.read_channels`); each with its kind.
 _KIND_OF_AXES = {
     **dict.fromkeys(("zyx", "czyx"), "volume"),
     **dict.fromkeys(("tyx", "tyxc"), "video"),
     **dict.fromkeys(("yx", "yxc"), "image"),
     "tzyx": "series",
 }
+AXES: tuple[str, ...] = tuple(_KIND_OF_AXES)
+#: What a case is, as the viewer and the command line name it (:func:`kind_of_axes`).
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(_KIND_OF_AXES.values()))
 
 
 def kind_of_axes(axes: str) -> str:

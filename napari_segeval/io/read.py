@@ -46,7 +46,6 @@ _READERS = {
     "nifti": ("_nifti", "read_nifti"),
     "itk": ("_sitk", "read_itk_file"),
     "dicom": ("_dicom", "read_dicom"),
-    "dicom-folder": ("_dicom", "read_dicom"),
     "video": ("_raster", "read_video"),
     "frames": ("_raster", "read_frame_folder"),
 }
@@ -67,7 +66,7 @@ def read_raw(path: str | Path, series: str | None = None) -> Raw:
             f"{p}: unsupported file type (supported: {', '.join(SUPPORTED)}, DICOM folders and "
             "DICOMDIR exports, folders of frames)"
         )
-    dicom = k in ("dicom", "dicom-folder")
+    dicom = k == "dicom"
     if series is not None and not dicom:
         raise ReadError(f"{p}: a series can only be chosen in a DICOM folder")
     module, name = _READERS.get(k, ("_raster", "read_raster"))

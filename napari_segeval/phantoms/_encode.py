@@ -13,6 +13,7 @@ import numpy as np
 
 from napari_segeval._errors import MissingDependencyError
 from napari_segeval.io._nifti import nifti_image
+from napari_segeval.io._sitk import write_itk
 from napari_segeval.io.case import Geometry
 
 #: Codec of the sample video. MPEG-4 part 2 rather than H.264: the libx264 in PyAV's
@@ -48,12 +49,8 @@ def png_bytes(array: np.ndarray) -> bytes:
 
 def metaimage_files(array: np.ndarray, spacing: tuple[float, ...], name: str) -> dict[str, bytes]:
     """Uncompressed MetaImage ``name.mhd`` + ``name.raw`` bytes; ``spacing`` slowest axis first."""
-    import SimpleITK as sitk
-
-    img = sitk.GetImageFromArray(np.ascontiguousarray(array))
-    img.SetSpacing(tuple(float(s) for s in spacing[::-1]))
     with tempfile.TemporaryDirectory() as tmp:
-        sitk.WriteImage(img, str(Path(tmp) / f"{name}.mhd"), useCompression=False)
+        write_itk(Path(tmp) / f"{name}.mhd", array, Geometry.identity(array.ndim, spacing), False)
         return {f"{name}{e}": (Path(tmp) / f"{name}{e}").read_bytes() for e in (".mhd", ".raw")}
 
 
