@@ -109,17 +109,9 @@ def contour_length_table_2d(spacing: Sequence[float] | np.ndarray) -> np.ndarray
     """
     s0, s1 = (float(s) for s in spacing)
     diag = 0.5 * float(np.hypot(s0, s1))
-    out = np.zeros(16)
-    for code in range(1, 15):
-        inside = [((1 - (b >> 1 & 1)), 1 - (b & 1)) for b in range(4) if code >> b & 1]
-        if len(inside) == 2:
-            (a0, a1), (b0, b1) = inside
-            if a0 == b0:  # same row: horizontal segment across the block
-                out[code] = s1
-            elif a1 == b1:
-                out[code] = s0
-            else:  # opposite corners: two corner cuts
-                out[code] = 2 * diag
-        else:  # one inside or one outside pixel: one corner cut
-            out[code] = diag
+    out = np.full(16, diag)  # one pixel in or one out: one corner cut
+    out[[0, 15]] = 0.0
+    out[[3, 12]] = s1  # a row of the block inside: a segment across it
+    out[[5, 10]] = s0  # a column
+    out[[6, 9]] = 2 * diag  # opposite corners: two corner cuts
     return out

@@ -313,11 +313,7 @@ def overlap_metrics(
     if wanted is None:
         present = np.flatnonzero((cm.sum(axis=0) + cm.sum(axis=1)) > 0)
         wanted = [int(v) for v in present if v != 0 or include_background]
-    return {lab: {k: _scalar(v[lab]) for k, v in m.items()} for lab in wanted}
-
-
-def _scalar(v) -> float | int:
-    return int(v) if np.issubdtype(np.asarray(v).dtype, np.integer) else float(v)
+    return {lab: {k: v[lab].item() for k, v in m.items()} for lab in wanted}  # int or float
 
 
 def mask_dice(a: np.ndarray, b: np.ndarray) -> float:

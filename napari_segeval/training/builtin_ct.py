@@ -123,8 +123,11 @@ def patch_batch(rng, data: list, index: list, patch, batch: int, fg_prob: float)
     return torch.from_numpy(np.stack(xs))[:, None], torch.from_numpy(np.stack(ys))
 
 
-def optimizer_step(opt: Any, loss: Any) -> float:
-    """One optimisation step on ``loss``; returns its value."""
+def optimizer_step(opt: Any, loss: Any, lr: float | None = None) -> float:
+    """One optimisation step on ``loss`` (at learning rate ``lr``, if given); returns its value."""
+    if lr is not None:
+        for group in opt.param_groups:
+            group["lr"] = lr
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -213,10 +216,8 @@ def train(
     weight = torch.tensor(class_weights, dtype=torch.float32) if class_weights else None
     while (elapsed := time.time() - t1) < budget:
         lr = lr_at(elapsed / budget, lr0)
-        for g in opt.param_groups:
-            g["lr"] = lr
         x, y = patch_batch(rng, data, index, patch, batch, fg_prob)
-        losses.append(optimizer_step(opt, ce_soft_dice(net(x), y, k, weight=weight)))
+        losses.append(optimizer_step(opt, ce_soft_dice(net(x), y, k, weight=weight), lr))
         it += 1
         if it % 25 == 0:
             print(

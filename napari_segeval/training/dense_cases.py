@@ -131,11 +131,10 @@ def train_dense_cases(
         for step in range(int(config.iterations)):
             check_cancel(cancel, "training")
             frac = step / max(config.iterations, 1)
-            for g in opt.param_groups:
-                g["lr"] = config.lr * (1.0 - frac) ** 0.9 if sgd else lr_at(frac, config.lr)
+            lr = config.lr * (1.0 - frac) ** 0.9 if sgd else lr_at(frac, config.lr)
             x, y = patch_batch(rng, data, index, patch, config.batch, config.fg_prob)
             loss = _step_loss(net, noise, x, y, cfg.num_classes, config, step)
-            losses.append(optimizer_step(opt, loss))
+            losses.append(optimizer_step(opt, loss, lr))
             if progress is not None and ((step + 1) % 10 == 0 or step + 1 == config.iterations):
                 progress(step + 1, int(config.iterations))
     record = {

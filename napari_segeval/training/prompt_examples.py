@@ -175,30 +175,28 @@ def episode(
     cur, prev = img[0], img[1]
     zeros = torch.zeros_like(target)
     k = int(rng.choice(4, p=CLICKS[start]))
-    if start == "box":
-        b = jitter_box(_tight(target), target.shape[0], target.shape[1], rng)
-        boxm = _box_mask(b, target.shape)
-        return Episode(cur, cur, target, boxm, boxm, _start_window(b, rng), 1 + k, start, region=b)
-    if start == "prop" or start == "propbox":
+    if start == "prop":
         prior = drift(source, rng)
-        if start == "propbox":
-            b = jitter_box(_tight(target), target.shape[0], target.shape[1], rng)
-            r = rng.random()
-            if r < 0.35:  # a walk that had lost the object (or started from a negative click)
-                prior = zeros
-            elif r < 0.5:  # a leaked or wrong prior
-                other = _orient(stack.labels[[zp]], flip)[0]
-                wrong = ((other > 0) & (other != lab)).float()
-                leak = F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0]
-                prior = drift(wrong if rng.random() < 0.5 else leak, rng)
-            w = _start_window(b, rng)
-            return Episode(
-                cur, prev, target, _box_mask(b, target.shape), prior, w, 1 + k, start, region=b
-            )
         around = bbox(prior > 0.5)
         if around is None:
             return None
         return Episode(cur, prev, target, zeros, prior, _start_window(around, rng), 1 + k, start)
+    if start in ("box", "propbox"):
+        prior = drift(source, rng) if start == "propbox" else zeros
+        b = jitter_box(_tight(target), target.shape[0], target.shape[1], rng)
+        boxm = _box_mask(b, target.shape)
+        if start == "box":  # a box on its own frame, its mask as the prior
+            prior, prev = boxm, cur
+        elif (r := rng.random()) < 0.35:  # a lost walk, or one a negative click began
+            prior = zeros
+        elif r < 0.5:  # a leaked or wrong prior
+            other = _orient(stack.labels[[zp]], flip)[0]
+            wrong = ((other > 0) & (other != lab)).float()
+            leak = F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0]
+            prior = drift(wrong if rng.random() < 0.5 else leak, rng)
+        return Episode(
+            cur, prev, target, boxm, prior, _start_window(b, rng), 1 + k, start, region=b
+        )
     ep = Episode(cur, cur, target, zeros, zeros, (0.0, 0.0, 1.0), k, start, base=False)
     if start == "points":
         at = interior_point(target.numpy() > 0.5, None if rng.random() < 0.5 else rng)

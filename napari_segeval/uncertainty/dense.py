@@ -147,15 +147,14 @@ def dense_tta(
     if any(not 0 <= a < ndim for a in axes):
         raise ValueError(f"flip_axes {axes} outside the {ndim} spatial axes")
     rng = np.random.default_rng(seed)
+    augs = [dict(IDENTITY, flips=[])] if include_identity else []
+    augs += [_draw(rng, axes, *widths) for _ in range(n_samples - len(augs))]
     stats = SampleStats()
-    augs = []
-    for i in range(n_samples):
+    for done, aug in enumerate(augs, 1):
         check_cancel(cancel, "test-time augmentation")
-        aug = dict(IDENTITY, flips=[]) if i == 0 and include_identity else _draw(rng, axes, *widths)
-        augs.append(aug)
         stats.add(_augmented_probs(model, x, aug, overlap, cancel))
         if progress is not None:
-            progress(i + 1, n_samples)
+            progress(done, n_samples)
     params = {
         "model": model.name,
         "n_samples": n_samples,

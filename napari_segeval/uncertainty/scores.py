@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from napari_segeval._names import unnamed_structures
+from napari_segeval.metrics.surface import bounding_box
 from napari_segeval.uncertainty.maps import entropy
 
 #: Counting rules of :func:`filter_most_uncertain`.
@@ -17,13 +18,10 @@ REMOVAL_RULES = ("round", "quantile")
 def _dilate(mask: np.ndarray, width: int) -> np.ndarray:
     from scipy import ndimage
 
-    if width <= 0 or not mask.any():
+    box = bounding_box(mask, width) if width > 0 else None
+    if box is None:  # nothing to grow, or no width
         return mask.copy()
     st = ndimage.generate_binary_structure(mask.ndim, 1)
-    sl = ndimage.find_objects(mask.astype(np.uint8))[0]
-    box = tuple(
-        slice(max(s.start - width, 0), min(s.stop + width, n)) for s, n in zip(sl, mask.shape)
-    )
     out = np.zeros_like(mask)
     out[box] = ndimage.binary_dilation(mask[box], st, iterations=width)
     return out
