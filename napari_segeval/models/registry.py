@@ -196,10 +196,6 @@ def _catalogue_entry(name: str) -> Any:
     return entry if entry is not None and entry.architecture in PROMPTABLE else None
 
 
-def _canonical(name: str) -> str:
-    return ALIASES.get(name, name)
-
-
 def _network(ref: str) -> str:
     """The registry name of the network that ``ref`` (a catalogue name too) runs."""
     name = split_ref(ref)[0]
@@ -213,10 +209,10 @@ def split_ref(ref: str) -> tuple[str, str | None]:
     Only names that take a checkpoint are split (``module:factory`` passes unchanged).
     """
     head, sep, tail = str(ref).partition(":")
-    name = _canonical(head)
+    name = ALIASES.get(head, head)
     if sep and name in PROMPTABLE and PROMPTABLE[name].checkpoint != "none":
         return name, tail
-    return _canonical(str(ref)), None
+    return ALIASES.get(str(ref), str(ref)), None
 
 
 def model_names(kind: str) -> list[str]:
@@ -311,7 +307,8 @@ def load_promptable(
                 )
             from napari_segeval.models._cache import checkpoint as pulled
 
-            return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device, prec)
+            network = entry.architecture
+            return _backend(network).from_registry(network, pulled(entry.name), device, prec)
         if _FACTORY.match(name):
             model_precision(prec, None, device, name)  # fp32 only: refuse bf16 here
             return resolve_factory(name)()
@@ -325,7 +322,7 @@ def load_promptable(
             f"model {name!r} needs a checkpoint: pass {name}:PATH, or "
             f"--checkpoint PATH on the command line"
         )
-    return _load_named(info, ckpt, device, prec)
+    return _backend(name).from_registry(name, ckpt, device, prec)
 
 
 def _default_checkpoint(info: ModelName) -> Path:
@@ -340,11 +337,6 @@ def _default_checkpoint(info: ModelName) -> Path:
             f"pass {info.name}:PATH / --checkpoint PATH"
         )
     return _cache.checkpoint(entry.name)
-
-
-def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> PromptableModel:
-    """Build the registry's model ``info`` with ``ckpt`` (None: its own) in ``precision``."""
-    return _backend(info.name).from_registry(info.name, ckpt, device, precision)
 
 
 def _backend(name: str) -> Any:
@@ -366,7 +358,7 @@ def declared_capabilities(name: str) -> Capabilities | None:
     >>> declared_capabilities("builtin") is None
     True
     """
-    return _backend(_canonical(name)).declared_capabilities()
+    return _backend(ALIASES.get(name, name)).declared_capabilities()
 
 
 def capabilities_of(ref: str) -> Capabilities | None:
