@@ -117,14 +117,6 @@ class Walk:
         """The structure id."""
         return self.prompts.label
 
-    def prior_on(self, device: Any) -> Any:
-        """:attr:`prior_volume` as a detached float32 tensor on ``device`` (None: none given)."""
-        import torch
-
-        if self.prior_volume is None:
-            return None
-        return torch.as_tensor(self.prior_volume, dtype=torch.float32, device=device).detach()
-
     def frames(self, n_frames: int) -> np.ndarray:
         """Frame indices this walk visits, in visit order (:func:`visit_indices`)."""
         return visit_indices(n_frames, self.start, self.order)
