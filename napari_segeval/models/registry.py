@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval.models import _cache, catalogue
 from napari_segeval.models.precision import Precision, model_precision, parse_precision
 
 if TYPE_CHECKING:
@@ -179,8 +180,6 @@ def unknown_promptable(ref: str) -> SegEvalError:
     >>> str(unknown_promptable("medsam")).startswith("unknown promptable model 'medsam' (closest: medsam2")
     True
     """
-    from napari_segeval.models import catalogue
-
     near = catalogue.closest(ref, [*PROMPTABLE, *ALIASES, *catalogue.CATALOGUE])
     hint = f" (closest: {', '.join(near)})" if near else ""
     return SegEvalError(
@@ -190,8 +189,6 @@ def unknown_promptable(ref: str) -> SegEvalError:
 
 def _catalogue_entry(name: str) -> Any:
     """The catalogue entry of a promptable network called ``name`` (any case), or None."""
-    from napari_segeval.models import catalogue
-
     entry = catalogue.find(name)
     return entry if entry is not None and entry.architecture in PROMPTABLE else None
 
@@ -305,10 +302,8 @@ def load_promptable(
                     f"other (got {ckpt}): use --model {entry.architecture} "
                     f"--checkpoint {ckpt}"
                 )
-            from napari_segeval.models._cache import checkpoint as pulled
-
-            network = entry.architecture
-            return _backend(network).from_registry(network, pulled(entry.name), device, prec)
+            network, pulled = entry.architecture, _cache.checkpoint(entry.name)
+            return _backend(network).from_registry(network, pulled, device, prec)
         if _FACTORY.match(name):
             model_precision(prec, None, device, name)  # fp32 only: refuse bf16 here
             return resolve_factory(name)()
@@ -327,8 +322,6 @@ def load_promptable(
 
 def _default_checkpoint(info: ModelName) -> Path:
     """The pulled checkpoint a name uses by default, or one line saying how to pull it."""
-    from napari_segeval.models import _cache, catalogue
-
     entry = catalogue.get(str(info.default))
     if _cache.local_path(entry) is None:
         raise SegEvalError(
