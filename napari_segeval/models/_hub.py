@@ -43,14 +43,6 @@ class HubUnavailable(SegEvalError):
     """The hub cannot be used (offline, unreachable, or not answering as a hub)."""
 
 
-def _import_hub() -> Any:
-    try:
-        import huggingface_hub
-    except ImportError as exc:
-        raise MissingDependencyError("huggingface_hub", "models", "Pulling models") from exc
-    return huggingface_hub
-
-
 def fetch_by_hand(entry: CatalogueEntry, reason: str) -> HubUnavailable:
     """The one line that says which file to fetch and where to put it."""
     where = snapshot_path(entry)
@@ -184,11 +176,6 @@ def _remove_new(entry: CatalogueEntry, sha: str, before: set[Path]) -> None:
             folder.rmdir()
 
 
-def _existing(entry: CatalogueEntry, sha: str) -> set[Path]:
-    files, folders = _places(entry, sha)
-    return {p for p in [*files, *folders] if p.is_symlink() or p.exists()}
-
-
 def _download(hub: Any, entry: CatalogueEntry, progress: Any, cancel: Any) -> Path:
     """``hf_hub_download`` of the entry at its revision into :func:`cache_dir`."""
     import inspect
@@ -273,10 +260,14 @@ def pull(
             _remove_new(entry, recorded_sha256(entry, here) or "-", set())
     if offline():
         raise fetch_by_hand(entry, "offline (HF_HUB_OFFLINE is set)")
-    hub = _import_hub()
+    try:
+        import huggingface_hub as hub
+    except ImportError as exc:
+        raise MissingDependencyError("huggingface_hub", "models", "Pulling models") from exc
     _check_room(cache_dir(), entry.size + (64 << 20))
     sha, size = _metadata(hub, entry)
-    before = _existing(entry, sha)
+    files, folders = _places(entry, sha)
+    before = {p for p in [*files, *folders] if p.is_symlink() or p.exists()}
     try:
         path = _download(hub, entry, progress, cancel)
         digest = hashed(path, cancel)

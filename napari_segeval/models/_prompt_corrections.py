@@ -1,7 +1,7 @@
 """Local corrections of the built-in prompt model: a click that refines a result.
 
 A point after a structure's last box or mask acts on its result only where the result
-shares the error (steps 0-2: :func:`bridge`, :func:`clicked_slice`, :func:`spread`);
+shares the error (steps 0-2: :func:`bridge`, the clicked slice, :func:`spread`);
 slices no pass reaches keep their masks exactly. Imports torch.
 """
 
@@ -69,26 +69,6 @@ def _click_pass(
     return _pass(net, size, x, planes, window, [[(c.y, c.x, c.positive) for c in p.points]])
 
 
-def clicked_slice(
-    net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: torch.Tensor
-) -> torch.Tensor | None:
-    """Step 1: the clicked slice's new probabilities ``(H, W)``, one click pass on its
-    ``previous`` mask (float) with its box, if any, and all its points so far.
-
-    None: nothing to refine (a negative click where the previous mask is empty).
-    """
-    f = int(prompts.prompts[-1].index)
-    return _click_pass(net, size, x, f, previous, plan(prompts.active(f)))
-
-
-def _step_pass(
-    net: Any, size: int, x: torch.Tensor, f: int, g: int, prior: torch.Tensor
-) -> torch.Tensor | None:
-    """A propagation step onto frame ``f`` from frame ``g`` and its mask ``prior``."""
-    planes = torch.stack([x[f], x[g], prior, torch.zeros_like(prior)])
-    return _pass(net, size, x, planes, bbox_window(prior > 0.5), None)
-
-
 def _pass(
     net: Any, size: int, x: torch.Tensor, planes: torch.Tensor, window: Any, clicks: Any
 ) -> torch.Tensor | None:
@@ -129,7 +109,8 @@ def bridge(
     prior = previous[g].float()
     for k in range(g + step, f + step, step):
         check_cancel(cancel, "correction")
-        out = _step_pass(net, size, x, k, k - step, prior)
+        planes = torch.stack([x[k], x[k - step], prior, torch.zeros_like(prior)])
+        out = _pass(net, size, x, planes, bbox_window(prior > 0.5), None)  # a propagation step
         if out is None or not bool((out > 0.5).any()):
             return None
         bridged[k] = out
@@ -195,8 +176,9 @@ def correct(
     f = int(prompt.index)
     made = bridge(net, size, x, prompts, previous, cancel)
     bridged, prior = made if made is not None else ({}, previous[f].float())
-    new = clicked_slice(net, size, x, prompts, prior)
-    if new is None:
+    # step 1: one click pass on the clicked slice's mask with its box and all its points so far
+    new = _click_pass(net, size, x, f, prior, plan(prompts.active(f)))
+    if new is None:  # a negative click where the mask is empty
         return {}
     if not bool((new > 0.5).any()):
         return {f: new}  # the click found nothing there: no bridge to it, no spread

@@ -56,9 +56,11 @@ class FramePlan:
 def start(x: torch.Tensor, walk: Walk) -> PriorWalk:
     """The state of ``walk`` on frames ``x`` ``(n, H, W)`` before its first frame."""
     n, h, w = x.shape
-    given = walk.prior_on(x.device)
-    if given is not None and tuple(given.shape) != (n, h, w):
-        raise ValueError(f"prior_volume must be {(n, h, w)}, got {tuple(given.shape)}")
+    given = walk.prior_volume
+    if given is not None:
+        given = torch.as_tensor(given, dtype=torch.float32, device=x.device).detach()
+        if tuple(given.shape) != (n, h, w):
+            raise ValueError(f"prior_volume must be {(n, h, w)}, got {tuple(given.shape)}")
     return PriorWalk(
         walk,
         walk.frames(n).tolist(),
@@ -178,15 +180,6 @@ def net_pass(
     return paste_regions(torch.sigmoid(logits.float()), win.float(), *shape)
 
 
-def _mask_piece(m: MaskPrompt, device: Any) -> tuple[Region, torch.Tensor] | None:
-    mask = torch.as_tensor(m.mask, device=device)
-    region = bbox(mask)
-    if region is None:
-        return None
-    y0, x0, y1, x1 = region
-    return region, mask[y0:y1, x0:x1].float()
-
-
 def base_pass(
     net: Any, size: int, x: torch.Tensor, group: list[PriorWalk], j: int, plans: list[FramePlan]
 ) -> list:
@@ -200,9 +193,13 @@ def base_pass(
         if s.given is not None and j > 0:  # per-slice chain: the given previous mask
             s.prior = s.given[s.frames[j - 1]]
             s.window = bbox_window(s.prior > 0.5) or s.window
-        if p.mask is not None:  # base "mask"
-            pieces[i] = _mask_piece(p.mask, x.device)
-            s.window = bbox_window(torch.as_tensor(p.mask.mask)) or s.window
+        if p.mask is not None:  # base "mask": the prompt is the output
+            mask = torch.as_tensor(p.mask.mask, device=x.device)
+            region = bbox(mask)
+            if region is not None:
+                y0, x0, y1, x1 = region
+                pieces[i] = region, mask[y0:y1, x0:x1].float()
+                s.window = window_from_bbox(*region)
         elif p.box is not None:  # base "box"
             boxmask = box_plane(p.box, (h, w), x)  # every box frame is a fresh start
             plane = torch.stack([x[f], x[f], boxmask, boxmask])

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_segeval._errors import InvalidPromptError, SegEvalError
 from napari_segeval.models.precision import Precision
 from napari_segeval.models.walk import WALK_DEFAULTS, Order, Walk, WalkOptions
 from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
 
     import torch
-
-    from napari_segeval.prompts.prompt_set import PromptSet
 
 ProgressFn = Callable[[int, int], None]
 
@@ -157,8 +157,6 @@ def prompt_kind(prompt: Any) -> str:
     >>> prompt_kind(Box(0, 0, 2, 2))
     'box'
     """
-    from napari_segeval.prompts.prompt_set import MaskPrompt, Point
-
     for cls, kind in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask")):
         if isinstance(prompt, cls):
             return kind
@@ -176,9 +174,6 @@ def check_prompt_kinds(capabilities: Capabilities, prompts: Any, model: str) -> 
     ...
     napari_segeval._errors.InvalidPromptError: m takes boxes, not points
     """
-    from napari_segeval._errors import InvalidPromptError
-    from napari_segeval.prompts.prompt_set import PromptSet
-
     for item in prompts:
         if isinstance(item, Walk):
             item = item.prompts
@@ -275,8 +270,6 @@ class PromptableModel:
     def with_options(self, *, resize: str | None = None) -> PromptableModel:
         """A copy with ``resize`` (one of ``capabilities.resize_modes``); default: none offered."""
         if resize is not None:
-            from napari_segeval._errors import SegEvalError
-
             raise SegEvalError(f"{self.name} offers no resize option, got resize={resize!r}")
         return self
 
@@ -294,8 +287,6 @@ class PromptableModel:
         features: Any = None,
     ) -> dict[int, np.ndarray]:
         """The CVPR 2024 challenge's 3D loop (:attr:`Capabilities.box3d`); refused here."""
-        from napari_segeval._errors import SegEvalError
-
         raise SegEvalError(f"{self.name} does not run the CVPR 2024 challenge's 3D loop")
 
     def propagate(

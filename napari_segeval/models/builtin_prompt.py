@@ -13,10 +13,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._atomic import atomic_path
+from napari_segeval._errors import InvalidPromptError
+from napari_segeval.models._checkpoint import content_error, load_state_strict, read_checkpoint
+from napari_segeval.models._device import autocast_context, pick_device
 from napari_segeval.models.base import Capabilities, Corrections
 from napari_segeval.models.precision import Precision, model_precision
 from napari_segeval.models.threshold import UnitWindowModel
 from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
+from napari_segeval.prompts.prompt_set import Point
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
@@ -41,7 +45,6 @@ def save_weights(net: Any, path: str | Path, config: dict) -> None:
 
 def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
     """The frozen network and config of a weight file, read as data (ReadError names a bad file)."""
-    from napari_segeval.models._checkpoint import content_error, load_state_strict, read_checkpoint
     from napari_segeval.models._prompt_net import PromptUNet
 
     path = Path(path) if path is not None else DEFAULT_WEIGHTS
@@ -75,8 +78,6 @@ class BuiltinPromptModel(UnitWindowModel):
 
     def __init__(self, weights: str | Path | None = None, device: Any = "auto") -> None:
         import torch
-
-        from napari_segeval.models._device import pick_device
 
         self.device = device if isinstance(device, torch.device) else pick_device(device)
         net, self.config = load_network(weights)
@@ -117,9 +118,6 @@ class BuiltinPromptModel(UnitWindowModel):
 
     def check_walks(self, walks: list[Walk]) -> None:
         """Refuse point prompts when the weights have no click channels (one line)."""
-        from napari_segeval._errors import InvalidPromptError
-        from napari_segeval.prompts.prompt_set import Point
-
         points = any(isinstance(p, Point) for w in walks for p in w.prompts.prompts)
         if not self.takes_points and points:
             raise InvalidPromptError(
@@ -144,7 +142,6 @@ class BuiltinPromptModel(UnitWindowModel):
         import torch
 
         from napari_segeval.models import _prompt_corrections
-        from napari_segeval.models._device import autocast_context
 
         self.check_walks([Walk(prompts.prompts[-1].index, prompts)])
         x = self._frames(frames)
@@ -174,7 +171,6 @@ class BuiltinPromptModel(UnitWindowModel):
         import torch
 
         from napari_segeval.models import _prompt_walks
-        from napari_segeval.models._device import autocast_context
 
         self.check_walks(walks)
         x = self._frames(frames)

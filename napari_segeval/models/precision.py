@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval.models._device import pick_device
 
 
 class Precision(Enum):
@@ -52,8 +53,6 @@ def parse_precision(value: str | Precision | None) -> Precision:
 
 
 def _device_type(device: Any) -> str:
-    from napari_segeval.models._device import pick_device
-
     return pick_device(None if device in (None, "auto") else str(device)).type
 
 

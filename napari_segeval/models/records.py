@@ -13,6 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from napari_segeval._errors import SegEvalError
 from napari_segeval.models.catalogue import (
     BUILTIN_CARDS,
     CATALOGUE,
@@ -20,6 +21,8 @@ from napari_segeval.models.catalogue import (
     CatalogueEntry,
     ModelCard,
     PackagedWeights,
+    find,
+    unknown,
 )
 from napari_segeval.models.registry import DENSE, PROMPTABLE, declared_capabilities, precision_of
 
@@ -175,8 +178,6 @@ def record(name: str) -> ModelRecord:
     >>> record("medsam2_ctlesion").network
     'medsam2'
     """
-    from napari_segeval.models.catalogue import find, unknown
-
     entry = find(name)
     key = entry.name if entry is not None else name
     if key not in {*CATALOGUE, *PACKAGED, *BUILTIN_CARDS, *PROMPTABLE, *DENSE}:
@@ -232,7 +233,6 @@ def _row(r: ModelRecord) -> ModelRow:
         path = local_path(r.entry)
         return ModelRow(r, path is not None, path)
     if r.packaged is not None:
-        from napari_segeval._errors import SegEvalError
         from napari_segeval.models.litemedsam._asset import asset_path
 
         try:
@@ -285,8 +285,6 @@ def model_file(name: str) -> Path:
     ...
     napari_segeval._errors.SegEvalError: threshold has no weight file (it needs none)
     """
-    from napari_segeval._errors import SegEvalError
-
     r = record(name)
     if r.entry is not None and r.own_file:
         row = _row(r)
@@ -301,8 +299,6 @@ def model_file(name: str) -> Path:
         return r.shipped_file
     if r.weights is Weights.NONE:
         raise SegEvalError(f"{r.name} has no weight file (it needs none)")
-    from napari_segeval.models.catalogue import unknown
-
     raise unknown(name)
 
 

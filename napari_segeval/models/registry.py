@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval.models import _cache, catalogue
 from napari_segeval.models.precision import Precision, model_precision, parse_precision
 
 if TYPE_CHECKING:
@@ -179,8 +180,6 @@ def unknown_promptable(ref: str) -> SegEvalError:
     >>> str(unknown_promptable("medsam")).startswith("unknown promptable model 'medsam' (closest: medsam2")
     True
     """
-    from napari_segeval.models import catalogue
-
     near = catalogue.closest(ref, [*PROMPTABLE, *ALIASES, *catalogue.CATALOGUE])
     hint = f" (closest: {', '.join(near)})" if near else ""
     return SegEvalError(
@@ -190,14 +189,8 @@ def unknown_promptable(ref: str) -> SegEvalError:
 
 def _catalogue_entry(name: str) -> Any:
     """The catalogue entry of a promptable network called ``name`` (any case), or None."""
-    from napari_segeval.models import catalogue
-
     entry = catalogue.find(name)
     return entry if entry is not None and entry.architecture in PROMPTABLE else None
-
-
-def _canonical(name: str) -> str:
-    return ALIASES.get(name, name)
 
 
 def _network(ref: str) -> str:
@@ -213,10 +206,10 @@ def split_ref(ref: str) -> tuple[str, str | None]:
     Only names that take a checkpoint are split (``module:factory`` passes unchanged).
     """
     head, sep, tail = str(ref).partition(":")
-    name = _canonical(head)
+    name = ALIASES.get(head, head)
     if sep and name in PROMPTABLE and PROMPTABLE[name].checkpoint != "none":
         return name, tail
-    return _canonical(str(ref)), None
+    return ALIASES.get(str(ref), str(ref)), None
 
 
 def model_names(kind: str) -> list[str]:
@@ -309,9 +302,8 @@ def load_promptable(
                     f"other (got {ckpt}): use --model {entry.architecture} "
                     f"--checkpoint {ckpt}"
                 )
-            from napari_segeval.models._cache import checkpoint as pulled
-
-            return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device, prec)
+            network, pulled = entry.architecture, _cache.checkpoint(entry.name)
+            return _backend(network).from_registry(network, pulled, device, prec)
         if _FACTORY.match(name):
             model_precision(prec, None, device, name)  # fp32 only: refuse bf16 here
             return resolve_factory(name)()
@@ -325,13 +317,11 @@ def load_promptable(
             f"model {name!r} needs a checkpoint: pass {name}:PATH, or "
             f"--checkpoint PATH on the command line"
         )
-    return _load_named(info, ckpt, device, prec)
+    return _backend(name).from_registry(name, ckpt, device, prec)
 
 
 def _default_checkpoint(info: ModelName) -> Path:
     """The pulled checkpoint a name uses by default, or one line saying how to pull it."""
-    from napari_segeval.models import _cache, catalogue
-
     entry = catalogue.get(str(info.default))
     if _cache.local_path(entry) is None:
         raise SegEvalError(
@@ -340,11 +330,6 @@ def _default_checkpoint(info: ModelName) -> Path:
             f"pass {info.name}:PATH / --checkpoint PATH"
         )
     return _cache.checkpoint(entry.name)
-
-
-def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> PromptableModel:
-    """Build the registry's model ``info`` with ``ckpt`` (None: its own) in ``precision``."""
-    return _backend(info.name).from_registry(info.name, ckpt, device, precision)
 
 
 def _backend(name: str) -> Any:
@@ -366,7 +351,7 @@ def declared_capabilities(name: str) -> Capabilities | None:
     >>> declared_capabilities("builtin") is None
     True
     """
-    return _backend(_canonical(name)).declared_capabilities()
+    return _backend(ALIASES.get(name, name)).declared_capabilities()
 
 
 def capabilities_of(ref: str) -> Capabilities | None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import PromptSet
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
@@ -82,8 +83,6 @@ class Walk:
     prior_volume: Any = None
 
     def __post_init__(self) -> None:
-        from napari_segeval.prompts.prompt_set import PromptSet
-
         start = int(self.start)
         prompts = self.prompts
         if isinstance(prompts, Box):
@@ -105,8 +104,6 @@ class Walk:
     @classmethod
     def of(cls, prompts: Any, order: Order = "forward", prior_volume: Any = None) -> Walk:
         """The walk of ``prompts`` in ``order`` from its first (forward) or last (backward) frame."""
-        from napari_segeval.prompts.prompt_set import PromptSet
-
         if isinstance(prompts, Box):
             prompts = PromptSet.from_box(prompts)
         start = prompts.first_frame if order == "forward" else prompts.last_frame
@@ -116,14 +113,6 @@ class Walk:
     def label(self) -> int:
         """The structure id."""
         return self.prompts.label
-
-    def prior_on(self, device: Any) -> Any:
-        """:attr:`prior_volume` as a detached float32 tensor on ``device`` (None: none given)."""
-        import torch
-
-        if self.prior_volume is None:
-            return None
-        return torch.as_tensor(self.prior_volume, dtype=torch.float32, device=device).detach()
 
     def frames(self, n_frames: int) -> np.ndarray:
         """Frame indices this walk visits, in visit order (:func:`visit_indices`)."""

@@ -75,8 +75,10 @@ def test_the_machine_check_reads_torch():
 
 def test_the_registry_refuses_before_loading(with_bf16, monkeypatch):
     from napari_segeval.models import registry
+    from napari_segeval.models.threshold import ThresholdPromptModel
 
-    monkeypatch.setattr(registry, "_load_named", lambda *a: pytest.fail("loaded"))
+    fail = classmethod(lambda *a: pytest.fail("loaded"))
+    monkeypatch.setattr(ThresholdPromptModel, "from_registry", fail)
     with pytest.raises(SegEvalError, match="^--precision bf16: threshold runs in fp32 only"):
         registry.precision_of("threshold", "bf16", "cpu")
     with pytest.raises(SegEvalError, match="unknown precision"):

@@ -17,6 +17,8 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_path
 from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError, WriteError
+from napari_segeval.models._checkpoint import content_error, load_state_strict
+from napari_segeval.models._device import pick_device
 
 FORMAT = "napari-segeval-unet2d"
 FORMAT_VERSION = 1
@@ -141,9 +143,6 @@ class UNet2DModel:
     def network(self):
         """The network in eval mode on :attr:`device` (built once)."""
         if self._net is None:
-            from napari_segeval.models._checkpoint import load_state_strict
-            from napari_segeval.models._device import pick_device
-
             cfg = self.config
             net = build_network(
                 self.meta["in_channels"], self.meta["num_classes"], cfg.width, cfg.levels
@@ -208,8 +207,6 @@ class UNet2DModel:
         cls, data: Any, path: str | os.PathLike, device: str | None = "cpu"
     ) -> UNet2DModel:
         """The model of a file of :meth:`save` read as data from ``path`` (ReadError: a bad one)."""
-        from napari_segeval.models._checkpoint import content_error
-
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise content_error(path, WHAT, f"no format {FORMAT!r} entry")
         model = cls(
