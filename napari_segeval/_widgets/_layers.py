@@ -1,4 +1,5 @@
-"""Choose which layers form the case: image, reference, clean and attacked predictions."""
+"""The case's layers: choosing them (image, reference, clean and attacked predictions), and
+making prediction and heat-map layers on the reference's grid."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+import numpy as np
 from magicgui.widgets import ComboBox
 from napari.layers import Image, Labels
 
+from napari_segeval._names import CLEAN
+from napari_segeval._widgets import colours
 from napari_segeval._widgets._form import form, vbox
 from napari_segeval._widgets._state import CONDITIONS, Panel, ViewerState
 
@@ -87,3 +91,41 @@ class LayerPicker(Panel):
 
     def _picked(self, role: str, layer: Any) -> None:
         self.state.set_layer(role, None if isinstance(layer, str) else layer)  # str: NONE
+
+
+def prediction_layer(
+    viewer: Any, state: ViewerState, data: np.ndarray, name: str, role: str = CLEAN
+) -> Any:
+    """Add (or replace the data of) a Labels layer on the reference's grid, drawn as ``role``."""
+    meta = {
+        "geometry": state.geometry().to_dict(),
+        "modality": state.modality(),
+        "axes": state.axes(),
+        "structures": dict(state.structures),
+    }
+    looks = {
+        "opacity": colours.PREDICTION_OPACITY,
+        "colormap": colours.colormap(role, state.structures),
+    }
+    return grid_layer(viewer, state, "labels", data, name, meta, looks)
+
+
+#: How an uncertainty heat map is drawn.
+HEATMAP_LOOKS = {"colormap": "inferno", "opacity": 0.6, "blending": "additive"}
+
+
+def grid_layer(
+    viewer: Any, state: ViewerState, kind: str, data: np.ndarray, name: str, meta: dict, looks: dict
+) -> Any:
+    """Layer ``name`` with ``data`` (``meta`` updated), else a new one placed as the reference."""
+    layer = next((ly for ly in viewer.layers if ly.name == name), None)
+    if isinstance(layer, Labels if kind == "labels" else Image):
+        layer.data = data
+        layer.metadata.update(meta)
+        return layer
+    ref = state.reference if state.reference is not None else state.image
+    if ref is not None:
+        n = data.ndim
+        looks = {**looks, "scale": tuple(ref.scale)[-n:], "translate": tuple(ref.translate)[-n:]}
+    add = viewer.add_labels if kind == "labels" else viewer.add_image
+    return add(data, name=name, metadata=dict(meta), **looks)

@@ -67,8 +67,8 @@ def test_reference_name(name, expected):
 
 def test_single_case_layers_drawn_as_their_roles(small_case, qtbot):
     """Evaluate widget: reference outlined on top, clean and attacked filled, per structure."""
+    from napari_segeval._widgets._layers import prediction_layer
     from napari_segeval._widgets.main import SegEvalWidget
-    from napari_segeval._widgets.prompt.panel import prediction_layer
 
     viewer, state, prediction = small_case
     widget = SegEvalWidget(viewer, state)

@@ -13,11 +13,11 @@ from qtpy.QtWidgets import QGroupBox
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form, text_line, vbox
+from napari_segeval._widgets._layers import prediction_layer
 from napari_segeval._widgets._state import SERIES_HINT, Panel, ViewerState
 from napari_segeval._widgets.jobs.tasks import attack, attack_with
 from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.models.picker import ModelPicker
-from napari_segeval._widgets.prompt.panel import prediction_layer
 
 #: Diverging colormap of the perturbation layer.
 PERTURBATION_COLORMAP = "PiYG"

@@ -12,10 +12,10 @@ from qtpy.QtWidgets import QLabel
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form, vbox
+from napari_segeval._widgets._layers import prediction_layer
 from napari_segeval._widgets._state import SERIES_HINT, Panel, ViewerState
 from napari_segeval._widgets.jobs.tasks import DENSE_SOURCES, dense_ref, segment_dense
 from napari_segeval._widgets.jobs.worker import JobRunner, button
-from napari_segeval._widgets.prompt.panel import prediction_layer
 from napari_segeval.models._device import DEVICE_CHOICES
 
 #: The path box's dialog mode and placeholder per kind of path of a model source.

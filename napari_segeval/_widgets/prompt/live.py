@@ -7,17 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._widgets._layers import prediction_layer
+
 
 class LiveLabels:
     """The partial layer of one running propagation at a time (``updates``: reports painted)."""
 
-    def __init__(
-        self, viewer: Any, state: Any, make_layer: Callable[[Any, Any, np.ndarray, str], Any]
-    ) -> None:
+    def __init__(self, viewer: Any, state: Any) -> None:
         self.viewer, self.state = viewer, state
-        #: ``make_layer(viewer, state, data, name)`` adds the partial Labels layer
-        #: (:func:`napari_segeval._widgets.prompt.panel.prediction_layer`)
-        self.make_layer = make_layer
         self.layer: Any = None
         self.updates = 0
         self._active = False
@@ -70,7 +67,7 @@ class LiveLabels:
                 hidden.visible = False
             else:
                 self._hidden = None  # the person hid it: leave it hidden
-        layer = self.make_layer(self.viewer, self.state, data, self._name)
+        layer = prediction_layer(self.viewer, self.state, data, self._name)
         layer.metadata["partial"] = True
         return layer
 

@@ -7,12 +7,11 @@ from typing import Any
 
 import numpy as np
 from magicgui.widgets import ComboBox, SpinBox
-from napari.layers import Image, Labels
 from qtpy.QtWidgets import QFrame, QGroupBox, QScrollArea, QWidget
 
 from napari_segeval._names import CLEAN
-from napari_segeval._widgets import colours
 from napari_segeval._widgets._form import form, hbox, vbox
+from napari_segeval._widgets._layers import HEATMAP_LOOKS, grid_layer
 from napari_segeval._widgets._state import Panel, ViewerState, current_index
 from napari_segeval._widgets.jobs.tasks import (
     Capability,
@@ -32,44 +31,6 @@ from napari_segeval.models._device import DEVICE_CHOICES
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
 #: The row of the model's CT window: its preprocessing, not the display.
 WINDOW_ROW = "model input window (CT)"
-
-
-def prediction_layer(
-    viewer: Any, state: ViewerState, data: np.ndarray, name: str, role: str = CLEAN
-) -> Any:
-    """Add (or replace the data of) a Labels layer on the reference's grid, drawn as ``role``."""
-    meta = {
-        "geometry": state.geometry().to_dict(),
-        "modality": state.modality(),
-        "axes": state.axes(),
-        "structures": dict(state.structures),
-    }
-    looks = {
-        "opacity": colours.PREDICTION_OPACITY,
-        "colormap": colours.colormap(role, state.structures),
-    }
-    return _grid_layer(viewer, state, "labels", data, name, meta, looks)
-
-
-#: How an uncertainty heat map is drawn.
-HEATMAP_LOOKS = {"colormap": "inferno", "opacity": 0.6, "blending": "additive"}
-
-
-def _grid_layer(
-    viewer: Any, state: ViewerState, kind: str, data: np.ndarray, name: str, meta: dict, looks: dict
-) -> Any:
-    """Layer ``name`` with ``data`` (``meta`` updated), else a new one placed as the reference."""
-    layer = next((ly for ly in viewer.layers if ly.name == name), None)
-    if isinstance(layer, Labels if kind == "labels" else Image):
-        layer.data = data
-        layer.metadata.update(meta)
-        return layer
-    ref = state.reference if state.reference is not None else state.image
-    if ref is not None:
-        n = data.ndim
-        looks = {**looks, "scale": tuple(ref.scale)[-n:], "translate": tuple(ref.translate)[-n:]}
-    add = viewer.add_labels if kind == "labels" else viewer.add_image
-    return add(data, name=name, metadata=dict(meta), **looks)
 
 
 class PromptPanel(Panel):
@@ -125,7 +86,7 @@ class PromptPanel(Panel):
         )
         self.volume_button.setVisible(self.state.kind() == "series")
         self.runner = JobRunner(viewer=napari_viewer)
-        self.live = LiveLabels(napari_viewer, self.state, prediction_layer)  # as it runs
+        self.live = LiveLabels(napari_viewer, self.state)  # as it runs
         self.runner.job_done.connect(lambda _name, _outcome: self.live.stop())
         # loads the chosen model when only its weights say whether it takes points
         self.probe = JobRunner(activity=False, viewer=napari_viewer, notify=False)
@@ -133,7 +94,7 @@ class PromptPanel(Panel):
         self._loaded: tuple | None = None
         self._dense_note = ""  # the line saying the prediction shown is a dense model's
         self.tools = PromptTools(napari_viewer, self.state, self.repropagate)
-        self.jobs = PropagationJobs(self, prediction_layer)
+        self.jobs = PropagationJobs(self)
         self._build()
         self.picker.changed.connect(self.update_capability)
         self.picker.changed.connect(lambda *_: self.show_estimate())
@@ -354,5 +315,5 @@ class PromptPanel(Panel):
             "units": "normalised entropy (0 certain, 1 uniform)",
         }
         looks = {**HEATMAP_LOOKS, "contrast_limits": (0.0, 1.0)}
-        _grid_layer(self.viewer, self.state, "image", umap, f"{base} uncertainty", meta, looks)
+        grid_layer(self.viewer, self.state, "image", umap, f"{base} uncertainty", meta, looks)
         self.state.set_uncertainty(scores)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._names import CLEAN
+from napari_segeval._widgets._layers import prediction_layer
 from napari_segeval._widgets.jobs.tasks import propagate_session
 from napari_segeval._widgets.jobs.worker import show_info
 from napari_segeval._widgets.prompt.tools import case_key
@@ -22,10 +23,8 @@ class PropagationJobs:
     """The session of the Prompt panel ``panel`` and the jobs that propagate through it;
     ``made_from``: the prompts of the prediction shown, ``case_id``: the case corrected."""
 
-    def __init__(self, panel: Any, make_layer: Any) -> None:
+    def __init__(self, panel: Any) -> None:
         self.panel = panel
-        #: ``make_layer(viewer, state, labels, name)`` adds or updates the prediction layer
-        self.make_layer = make_layer
         self.changes: dict[int, tuple[float, float]] = {}
         #: (session key, seconds) of the last whole propagation (None before one)
         self.seconds: tuple[tuple, float] | None = None
@@ -145,7 +144,7 @@ class PropagationJobs:
         self.seed, self.changes = None, dict(changes)
         p.state.set_model(model, p.spec(), "promptable")
         p.state.prompts = dict(sets)
-        layer = self.make_layer(p.viewer, p.state, res.labels, name)
+        layer = prediction_layer(p.viewer, p.state, res.labels, name)
         names = {lab: p.state.structures[lab] for lab in sets if lab in p.state.structures}
         layer.metadata["prompts"] = PromptFile(
             dict(sets), p.tools.layers.frame_shape(), names

@@ -110,12 +110,11 @@ def test_cancel_removes_the_partial_result(ct_viewer, qtbot):
 def test_live_layer_on_a_2d_image(make_napari_viewer, qtbot):
     from napari_segeval._widgets._state import ViewerState
     from napari_segeval._widgets.prompt.live import LiveLabels
-    from napari_segeval._widgets.prompt.panel import prediction_layer
 
     viewer = make_napari_viewer()
     state = ViewerState()
     state.set_image(viewer.add_image(np.zeros((8, 9), np.float32), name="img"))
-    live = LiveLabels(viewer, state, prediction_layer)
+    live = LiveLabels(viewer, state)
     paint = live.start("img prediction (propagating)", (8, 9))
     mask = np.zeros((8, 9), bool)
     mask[2:4, 3:6] = True
@@ -156,7 +155,6 @@ def test_deleting_the_image_mid_propagation_leaves_no_partial_or_wrong_layer(
 def test_a_re_propagation_starts_from_the_prediction_shown(make_napari_viewer):
     from napari_segeval._widgets._state import ViewerState
     from napari_segeval._widgets.prompt.live import LiveLabels
-    from napari_segeval._widgets.prompt.panel import prediction_layer
 
     viewer = make_napari_viewer()
     state = ViewerState()
@@ -165,7 +163,7 @@ def test_a_re_propagation_starts_from_the_prediction_shown(make_napari_viewer):
     shown[:, :2] = 1
     shown[:, 5:] = 2
     pred = viewer.add_labels(shown.copy(), name="img prediction")
-    live = LiveLabels(viewer, state, prediction_layer)
+    live = LiveLabels(viewer, state)
     paint = live.start(
         "img prediction (propagating)", (3, 8, 9), base=pred.data, clear=[2], hide=pred
     )
