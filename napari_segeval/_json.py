@@ -19,17 +19,13 @@ def json_safe(obj: Any) -> Any:
         return [json_safe(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return json_safe(obj.tolist())
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (float, np.floating)):
-        v = float(obj)
-        if math.isnan(v):
+    if isinstance(obj, np.generic):  # numpy scalars as Python's bool, int, float
+        obj = obj.item()
+    if isinstance(obj, float):
+        if math.isnan(obj):
             return None
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return v
+        if math.isinf(obj):
+            return "inf" if obj > 0 else "-inf"
     if hasattr(obj, "__fspath__"):
         return str(obj)
     return obj

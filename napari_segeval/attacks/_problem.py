@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -187,27 +187,29 @@ class Problem:
             self.progress(self.done, max(self.total, self.done))
         return loss.detach(), grad, logits.detach()
 
-    def start(self) -> None:
-        """Under robust-threshold gating, evaluate the clean input first (``restart=-1``)."""
+    def restarts(self, n: int, gate_every: bool = True) -> Iterator[int]:
+        """The restarts of ``n`` that run; under robust-threshold gating the clean input is
+        evaluated first (``restart=-1``) and a restart runs only while some case is still
+        robust, the others frozen (``gate_every=False``: only the first restart is gated)."""
         import torch
 
-        if self.threshold is None:
-            return
-        delta = torch.zeros_like(self.x)
-        loss, _, logits = self.evaluate(delta, need_grad=False)
-        self.record(-1, 0, loss, self.track(delta, logits, loss))
-        assert self.best_dice is not None  # track() kept the clean input
-        self.info["clean_dice"] = self.best_dice.tolist()
-
-    def begin_restart(self, restart: int) -> bool:
-        """Whether restart ``restart`` runs; freezes the cases that are no longer robust."""
-        runs = True
-        self.frozen = None
-        if self.threshold is not None and self.best_dice is not None:
-            robust = self.best_dice > float(self.threshold)
-            self.frozen, runs = ~robust, bool(robust.any())
-        self.info["restarts_run"] = restart + int(runs)
-        return runs
+        if self.threshold is not None:
+            delta = torch.zeros_like(self.x)
+            loss, _, logits = self.evaluate(delta, need_grad=False)
+            self.record(-1, 0, loss, self.track(delta, logits, loss))
+            assert self.best_dice is not None  # track() kept the clean input
+            self.info["clean_dice"] = self.best_dice.tolist()
+        for r in range(n):
+            if r == 0 or gate_every:
+                self.frozen = None
+                if self.threshold is not None and self.best_dice is not None:
+                    robust = self.best_dice > float(self.threshold)
+                    self.frozen = ~robust
+                    if not bool(robust.any()):
+                        self.info["restarts_run"] = r
+                        return
+            self.info["restarts_run"] = r + 1
+            yield r
 
     def track(
         self,

@@ -48,10 +48,7 @@ def apgd(problem: Problem) -> AttackOutput:
     cfg = problem.cfg
     checkpoints = set(apgd_checkpoints(cfg.steps, cfg.schedule))
     n = problem.x.shape[0]
-    problem.start()
-    for r in range(cfg.restarts):
-        if not problem.begin_restart(r):
-            break
+    for r in problem.restarts(cfg.restarts):
         delta = problem.random_point() if cfg.random_start else torch.zeros_like(problem.x)
         eta = torch.full((n,), cfg.effective_step_size, device=problem.x.device)
         loss, grad, logits = problem.evaluate(delta, need_grad=True)

@@ -13,11 +13,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
-def total_evaluations(cfg: AttackConfig, num_classes: int | None = None) -> int:
-    """Forward passes of ``cfg``'s attack (see :class:`~.registry.Attack`'s ``evaluations``)."""
-    return ATTACKS[cfg.attack].evaluations(cfg, num_classes)
-
-
 def run_attack(
     forward: Forward,
     x: torch.Tensor,
@@ -52,9 +47,11 @@ def run_attack(
     -------
     AttackOutput
     """
-    total = total_evaluations(config)
-    problem = Problem(forward, x, target.long(), config, progress, cancel, total, channel_axis)
-    return ATTACKS[config.attack].run(problem)
+    attack = ATTACKS[config.attack]
+    total = attack.evaluations(config, None)
+    return attack.run(
+        Problem(forward, x, target.long(), config, progress, cancel, total, channel_axis)
+    )
 
 
-__all__ = ["run_attack", "total_evaluations"]
+__all__ = ["run_attack"]

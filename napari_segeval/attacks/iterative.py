@@ -20,14 +20,8 @@ def _ascend(problem: Problem, restarts: int, steps: int, start: str | None, weig
     import torch
 
     cfg = problem.cfg
-    every = cfg.select == "dice"
-    problem.start()
-    for r in range(restarts):
-        if r == 0 or every:
-            if not problem.begin_restart(r):  # gating: no case left to attack
-                break
-        else:  # restarts are compared by loss: only the clean input gates (ROG's attack_pgd)
-            problem.info["restarts_run"] = r + 1
+    every = cfg.select == "dice"  # "loss" compares restarts: only the clean input gates (ROG)
+    for r in problem.restarts(restarts, gate_every=every):
         delta = torch.zeros_like(problem.x) if start is None else problem.random_point(start)
         for t in range(steps):
             wstep = t if weighted else None

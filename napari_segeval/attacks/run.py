@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -183,9 +183,7 @@ def attack_case(
         raise AttackNotApplicable(reason)
     if clamp:  # each channel in its own range when the target has several
         ranges = target.channel_valid_ranges
-        config = AttackConfig(
-            **{**config.__dict__, "clamp": ranges if len(ranges) > 1 else target.valid_range}
-        )
+        config = replace(config, clamp=ranges if len(ranges) > 1 else target.valid_range)
     budget = Budget.from_normalized(config.eps, target.raw_per_normalized_unit, config.norm)
     with torch.no_grad():
         clean_logits = target.forward(target.x)

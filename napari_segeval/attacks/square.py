@@ -93,10 +93,7 @@ def square(problem: Problem) -> AttackOutput:
     sizes = [problem.x.shape[a] for a in _spatial_axes(problem)]
     thr = problem.threshold
     queries = torch.zeros(n, dtype=torch.long)
-    problem.start()
-    for r in range(cfg.restarts):
-        if not problem.begin_restart(r):
-            break
+    for r in problem.restarts(cfg.restarts):
         frozen = problem.frozen if problem.frozen is not None else torch.zeros(n, dtype=torch.bool)
         delta = stripes(problem)
         loss, _, logits = problem.evaluate(delta, need_grad=False)

@@ -251,8 +251,9 @@ def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
     without ``--volume`` and label ids the metrics cannot count."""
     from napari_segeval.io import read_case
 
-    given = {k: getattr(args, k, None) for k in ("series", "volume")}
-    case = read_case(image, labels, default_color_table=color_table(args), **given)
+    case = read_case(
+        image, labels, default_color_table=color_table(args), series=args.series, volume=args.volume
+    )
     if case.labels is not None:
         check_label_ids(labels, case.labels)
     if case.is_time_series:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
@@ -152,22 +153,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _value(text: str):
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def parse_params(items: list[str]) -> dict:
-    """``["jitter=5", "model=builtin"]`` -> ``{"jitter": 5, "model": "builtin"}`` (JSON values)."""
+def _assignments(items: Iterable[str], error: str) -> dict:
+    """``K=V`` items as a dict, each VALUE parsed as JSON when it can be; ``error`` is the
+    message (``{item!r}``) of an item without a key or an ``=``."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise SegEvalError(f"--param needs KEY=VALUE, got {item!r}")
-        out[key.strip()] = _value(value.strip())
+            raise SegEvalError(error.format(item=item))
+        try:
+            out[key.strip()] = json.loads(value.strip())
+        except ValueError:
+            out[key.strip()] = value.strip()
     return out
+
+
+def parse_params(items: list[str]) -> dict:
+    """``["jitter=5", "model=builtin"]`` -> ``{"jitter": 5, "model": "builtin"}`` (JSON values)."""
+    return _assignments(items, "--param needs KEY=VALUE, got {item!r}")
 
 
 def parse_attack(text: str) -> dict:
@@ -176,13 +179,8 @@ def parse_attack(text: str) -> dict:
     name, _, rest = text.rpartition(":") if "=" in text else (text, "", "")
     if "=" in name:
         raise SegEvalError(f"--attack needs NAME[:K=V,...], got {text!r}")
-    attack = {"name": name.strip()}
-    for kv in filter(None, (s.strip() for s in rest.split(","))):
-        k, sep, v = kv.partition("=")
-        if not sep:
-            raise SegEvalError(f"--attack option {kv!r} needs K=V")
-        attack[k.strip()] = _value(v.strip())
-    return attack
+    options = filter(None, (s.strip() for s in rest.split(",")))
+    return {"name": name.strip(), **_assignments(options, "--attack option {item!r} needs K=V")}
 
 
 def apply_models(overrides: dict, models: list[str]) -> dict:

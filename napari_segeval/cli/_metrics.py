@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     common.check_tolerance(args)
     ref, pred, geometry, names = read_pair(
-        args.reference, args.prediction, common.color_table(args), getattr(args, "volume", None)
+        args.reference, args.prediction, common.color_table(args), args.volume
     )
     rows = structure_table(
         ref,

@@ -14,38 +14,6 @@ from typing import Any, TextIO
 ProgressFn = Callable[[int, int], None]
 
 
-class TerminalProgress:
-    """A ``progress(done, total)`` callback drawing a tqdm bar on ``stream``.
-
-    The first call's ``done`` counts as already finished (resumed work), so the rate and
-    ETA count only this run's work. ``options`` go to :class:`tqdm.tqdm`.
-    """
-
-    def __init__(
-        self, label: str, unit: str = "it", stream: TextIO | None = None, **options: Any
-    ) -> None:
-        file = stream if stream is not None else sys.stderr
-        self.options = {"desc": label, "unit": unit, "file": file, **options}
-        self.bar = None
-
-    def __call__(self, done: int, total: int) -> None:
-        done, total = int(done), int(total)
-        if self.bar is None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(
-                total=total, initial=done, dynamic_ncols=True, leave=True, **self.options
-            )
-            return
-        self.bar.total = total
-        self.bar.update(done - self.bar.n)
-
-    def close(self) -> None:
-        """Draw the final state and end the line (nothing when never called)."""
-        if self.bar is not None:
-            self.bar.close()
-
-
 def is_terminal(stream: Any) -> bool:
     """True when ``stream`` is an interactive terminal."""
     try:
@@ -63,14 +31,38 @@ def progress_bar(
     stream: TextIO | None = None,
     **options: Any,
 ) -> Iterator[ProgressFn | None]:
-    """The ``progress`` callback for a long call: a bar on a terminal ``stream`` (default
-    stderr) unless not ``enabled`` (``--json``, ``--no-progress``), else ``None``."""
+    """The ``progress(done, total)`` callback for a long call: a :class:`tqdm.tqdm` bar
+    (``options``) on a terminal ``stream`` (default stderr) unless not ``enabled``
+    (``--json``, ``--no-progress``), else ``None``. The first call's ``done`` counts as
+    already finished (resumed work), so the rate and ETA count only this run's work; the
+    bar is drawn from the first call on and its line ended on exit."""
     stream = stream if stream is not None else sys.stderr
     if not enabled or not is_terminal(stream):
         yield None
         return
-    bar = TerminalProgress(label, unit, stream, **options)
+    from tqdm import tqdm
+
+    bar: tqdm | None = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(
+                total=int(total),
+                initial=int(done),
+                desc=label,
+                unit=unit,
+                file=stream,
+                dynamic_ncols=True,
+                leave=True,
+                **options,
+            )
+        else:
+            bar.total = int(total)
+            bar.update(int(done) - bar.n)
+
     try:
-        yield bar
+        yield progress
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()

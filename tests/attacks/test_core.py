@@ -8,7 +8,6 @@ import torch
 from napari_segeval._cancel import Cancelled
 from napari_segeval.attacks import ATTACKS, AttackConfig, run_attack
 from napari_segeval.attacks._problem import per_case_norm
-from napari_segeval.attacks.core import total_evaluations
 from napari_segeval.attacks.losses import case_dice
 
 EPS = {"linf": 0.07, "l2": 1.3}  # not exact in float32: the bound must still hold
@@ -120,7 +119,7 @@ def test_pgd_costs_one_forward_and_one_backward_per_step(toy):
     cfg = AttackConfig("pgd", eps=0.1, steps=5, restarts=2)
     out = run_attack(forward, x, target, cfg, progress=lambda d, t: done.append((d, t)))
     assert (out.n_forward, out.n_backward) == (12, 10) == (len(calls), sum(calls))
-    assert done == [(i, total_evaluations(cfg)) for i in range(1, 13)]
+    assert done == [(i, ATTACKS["pgd"].evaluations(cfg, None)) for i in range(1, 13)]
     assert [h["step"] for h in out.history] == list(range(6)) * 2
 
 
@@ -212,7 +211,7 @@ def test_an_attack_is_one_registry_entry(toy, monkeypatch):
     )
     monkeypatch.setitem(ATTACKS, "flip", entry)
     cfg = AttackConfig("flip", eps=0.1, restarts=2)
-    assert cfg.schedule == "a" and total_evaluations(cfg) == 10
+    assert cfg.schedule == "a" and entry.evaluations(cfg, None) == 10
     done = []
     out = run_attack(*toy, cfg, progress=lambda d, t: done.append(t))
     assert done and set(done) == {10} and out.n_forward == 2

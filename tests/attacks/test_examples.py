@@ -12,10 +12,10 @@ EXAMPLES = {
 >>> per_case_norm(torch.tensor([[3.0, -4.0]]), "l2").tolist()
 [5.0]
 """,
-    "napari_segeval.attacks.core.total_evaluations": """\
->>> total_evaluations(AttackConfig("pgd", eps=0.1, steps=10, restarts=2))
+    "napari_segeval.attacks.core.ATTACKS": """\
+>>> ATTACKS["pgd"].evaluations(AttackConfig("pgd", eps=0.1, steps=10, restarts=2), None)
 22
->>> total_evaluations(AttackConfig("fab", eps=0.1, steps=5), num_classes=3)
+>>> ATTACKS["fab"].evaluations(AttackConfig("fab", eps=0.1, steps=5), 3)
 22
 """,
     "napari_segeval.attacks.fab.fab_evaluations": """\

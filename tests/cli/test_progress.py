@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from napari_segeval.cli._progress import TerminalProgress, is_terminal, progress_bar
+from napari_segeval.cli._progress import is_terminal, progress_bar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evaluation"))
 
@@ -31,12 +31,10 @@ def frames(stream: io.StringIO) -> list[str]:
 
 def test_bar_starts_at_the_resumed_work_and_shows_rate_and_eta():
     out = FakeTerminal()
-    bar = TerminalProgress("cases", "case", stream=out, mininterval=0)
-    bar(2, 6)  # two cases resumed from an earlier run
-    assert bar.bar.format_dict["initial"] == 2  # the rate counts only this run's cases
-    for done in (3, 4):
-        bar(done, 6)
-    bar.close()
+    with progress_bar("cases", "case", stream=out, mininterval=0) as bar:
+        bar(2, 6)  # two cases resumed from an earlier run: the bar's initial count
+        for done in (3, 4):
+            bar(done, 6)
     states = frames(out)
     assert states[0].startswith("cases:") and "2/6" in states[0]
     assert "4/6" in states[-1]
@@ -46,12 +44,12 @@ def test_bar_starts_at_the_resumed_work_and_shows_rate_and_eta():
 
 def test_total_may_change_and_close_without_calls_is_silent():
     out = FakeTerminal()
-    bar = TerminalProgress("windows", "window", stream=out, mininterval=0)
-    bar.close()
+    with progress_bar("windows", "window", stream=out, mininterval=0):
+        pass
     assert out.getvalue() == ""
-    bar(0, 4)
-    bar(3, 8)
-    bar.close()
+    with progress_bar("windows", "window", stream=out, mininterval=0) as bar:
+        bar(0, 4)
+        bar(3, 8)
     assert "3/8" in frames(out)[-1]
 
 
