@@ -81,7 +81,7 @@ def _series(path: Path) -> dict:
     from napari_segeval.io._dicom_series import scan
     from napari_segeval.io._formats import kind
 
-    if kind(path) not in ("dicom", "dicom-folder"):
+    if kind(path) != "dicom":
         return {"series": None}
     series, skipped, broken = scan(path)
     return {"series": [s.to_dict() for s in series], "skipped": skipped, "unreadable": broken}
