@@ -36,6 +36,7 @@ from napari_segeval.evaluation._report_sections import (
     table,
     worklist_section,
 )
+from napari_segeval.evaluation.curves import round_rows
 from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import PRED, Protocol, get_protocol, run_has_rounds
 from napari_segeval.metrics.catalog import as_float
@@ -58,11 +59,11 @@ rows.forEach(function(r){tb.appendChild(r);});});});"""
 
 def recipe(run: dict, proto: Protocol | None) -> str:
     """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
-    try:
-        preset = proto.preset(run.get("preset")) if proto is not None else None
-    except Exception:  # noqa: BLE001 - a report of an unknown preset still renders
-        return ""
     if proto is None:  # a report of an unknown protocol still renders
+        return ""
+    try:
+        preset = proto.preset(run.get("preset"))
+    except Exception:  # noqa: BLE001 - a report of an unknown preset still renders
         return ""
     anchor = f"{proto.name}" + (f"-preset-{preset.name}" if preset else "")
     if preset is not None:
@@ -82,19 +83,6 @@ def recipe(run: dict, proto: Protocol | None) -> str:
         f"<h2>Recipe</h2>{head}<p>Differences from the published recipe (also in "
         f"<code>docs/protocols.md#{html.escape(anchor)}</code>):</p><ul>{items}</ul>"
     )
-
-
-def _prediction_rows(rows: list[dict], rounds: bool, models: bool = False) -> list[dict]:
-    """One row per prediction for the tables, links and thumbnails: each with its ``key``
-    (naming the model with ``models``) and, as ``condition``, the key's label; a run with
-    rounds keeps round 0 and the last round.
-    """
-    from napari_segeval.evaluation.curves import round_rows
-
-    if rounds:
-        return round_rows(rows, models)
-    keys = [PredictionKey(r["condition"], model=r.get("model") if models else None) for r in rows]
-    return [{**r, "key": key, "condition": key.label()} for r, key in zip(rows, keys, strict=True)]
 
 
 def file_links(files: dict | None, keys: list[PredictionKey], error: str | None = None) -> Markup:
@@ -193,15 +181,6 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
     )
 
 
-def _boxplots(rows: list[dict]) -> str:
-    return figure(
-        "Dice box plots",
-        lambda: F.boxplot_uri(dice_groups(rows, "condition"), "dice"),
-        "Box plots need matplotlib (pip install 'napari-segeval[report]'); this report has "
-        "tables only.",
-    )
-
-
 def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:
     """The worst cases' thumbnails; with absences, a switch to count them in the ranking."""
     from napari_segeval.evaluation.summary import is_absent
@@ -249,7 +228,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     except SegEvalError:  # not known to this installation
         proto = None
     rounds = run_has_rounds(run, all_rows)
-    rows = _prediction_rows(all_rows, rounds)
+    rows = round_rows(all_rows)
     failed = [r for r in records if r.get("status") != "ok"]
     title = f"segeval {run['protocol']} {run['protocol_version']}"
     counts = (
@@ -271,7 +250,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     models = list((run.get("params") or {}).get("models") or [])
     if rows and models:
         parts += model_comparison(rows, models)
-        rows = _prediction_rows(all_rows, rounds, models=True)
+        rows = round_rows(all_rows, models=True)
     parts += worklist_section(all_rows, store.slice_rows(records))
     if rows and not any("dice" in r for r in rows):
         parts.append(
@@ -295,7 +274,15 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
                 f"{': ' + html.escape(', '.join(gated)) if gated else ''}.</p>"
             )
         if not models:  # several models: their box plots are drawn above
-            parts += ["<h2>Box plots</h2>", _boxplots(rows)]
+            parts += [
+                "<h2>Box plots</h2>",
+                figure(
+                    "Dice box plots",
+                    lambda: F.boxplot_uri(dice_groups(rows, "condition"), "dice"),
+                    "Box plots need matplotlib (pip install 'napari-segeval[report]'); this "
+                    "report has tables only.",
+                ),
+            ]
         scatter = dice_vs_uncertainty(rows)
         if scatter:
             parts += ["<h2>Dice against uncertainty</h2>", scatter]
