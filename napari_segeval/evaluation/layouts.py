@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from napari_segeval._errors import ReadError, SegEvalError
@@ -79,25 +79,28 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
     for entry in test:
         add(str(entry["image"] if isinstance(entry, dict) else entry), None, "test")
     if not training and not test:
-        for split, img_dir, lab_dir in (
-            ("train", "imagesTr", "labelsTr"),
-            ("test", "imagesTs", None),
-        ):
-            for case, ending, chans in _scan_channels(root / img_dir):
-                lab = root / lab_dir / f"{case}{ending}" if lab_dir else None
-                specs.append(spec(case, chans, lab if lab and lab.exists() else None, split))
+        for split, _, case, _, chans, lab in _scan_channels(root, test_labels=False):
+            specs.append(spec(case, chans, lab, split))
     return _unique(specs)
 
 
-def _scan_channels(folder: Path) -> list[tuple[str, str, tuple[str, ...]]]:
-    """Group ``case_0000.ext`` files (or plain ``case.ext``) by case."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    files = [p for p in folder.glob("*") if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
-    for p in sorted(files, key=lambda p: natural_key(p.name)):
-        s, ext = stem(p), suffix(p)
-        case = s[:-5] if len(s) > 5 and s[-5] == "_" and s[-4:].isdigit() else s
-        groups.setdefault((case, ext), []).append(str(p))
-    return [(c, e, tuple(sorted(v))) for (c, e), v in groups.items()]
+def _scan_channels(root: Path, test_labels: bool) -> Iterator[tuple]:
+    """``(split, folder, case, ending, channel files, label or None)`` of ``imagesTr`` and
+    ``imagesTs`` (``case_0000.ext`` files, or a plain ``case.ext``, grouped by case); the
+    label from ``labelsTr`` (with ``test_labels`` also ``labelsTs``) when it is there.
+    """
+    for split, tag in (("train", "Tr"), ("test", "Ts")):
+        folder = root / f"images{tag}"
+        groups: dict[tuple[str, str], list[str]] = {}
+        files = [p for p in folder.glob("*") if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
+        for p in sorted(files, key=lambda p: natural_key(p.name)):
+            s, ext = stem(p), suffix(p)
+            case = s[:-5] if len(s) > 5 and s[-5] == "_" and s[-4:].isdigit() else s
+            groups.setdefault((case, ext), []).append(str(p))
+        for (case, ext), chans in groups.items():
+            lab = root / f"labels{tag}" / f"{case}{ext}"
+            found = (tag == "Tr" or test_labels) and lab.exists()
+            yield split, folder, case, ext, tuple(sorted(chans)), lab if found else None
 
 
 def parse_nnunet(root: str | Path) -> list[CaseSpec]:
@@ -123,17 +126,12 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
                 images, labels, err = tuple(entry.get("images", [])), None, str(exc)
             specs.append(spec(str(case), images, labels, "train", error=err))
     else:
-        for split, img_dir, lab_dir in (
-            ("train", "imagesTr", "labelsTr"),
-            ("test", "imagesTs", "labelsTs"),
-        ):
-            for case, ext, chans in _scan_channels(root / img_dir):
-                if ext != ending:
-                    continue
-                lab = root / lab_dir / f"{case}{ending}"
-                err = f"{root / img_dir}: case {case} has {len(chans)} channel files, "
-                err = None if len(chans) == n_chan else f"{err}dataset.json names {n_chan}"
-                specs.append(spec(case, chans, lab if lab.exists() else None, split, error=err))
+        for split, folder, case, ext, chans, lab in _scan_channels(root, test_labels=True):
+            if ext != ending:
+                continue
+            err = f"{folder}: case {case} has {len(chans)} channel files, "
+            err = None if len(chans) == n_chan else f"{err}dataset.json names {n_chan}"
+            specs.append(spec(case, chans, lab, split, error=err))
     specs = _unique(specs)
     splits_file = root / "splits_final.json"
     if splits_file.is_file():

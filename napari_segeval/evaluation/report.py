@@ -24,7 +24,6 @@ from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation._report_sections import (
     Markup,
-    conditions,
     dice_groups,
     dice_vs_uncertainty,
     figure,
@@ -117,7 +116,8 @@ def _pivot(rows: list[dict], records: dict) -> tuple[list[str], list[list]]:
     """Per case x structure: each condition's Dice and drop (and NSD/HD95 if any), and a last
     column linking the case's saved files (from its record in ``records``).
     """
-    conds, keys = conditions(rows), prediction_keys(rows)
+    keys = prediction_keys(rows)
+    conds = list(keys)
     cells: dict[tuple, dict] = {}
     for r in rows:
         cells.setdefault((r["case"], r["structure"]), {})[r["condition"]] = r
@@ -142,7 +142,8 @@ def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, 
     from napari_segeval.evaluation.summary import case_means, is_absent
 
     means = case_means(rows if absences else [r for r in rows if not is_absent(r)])
-    conds, keys = conditions(rows), prediction_keys(rows)
+    keys = prediction_keys(rows)
+    conds = list(keys)
     several = any(keys[c].model is not None for c in conds)  # several models: their lowest Dice
     ranked = []
     for case in sorted({c for c, _ in means}):
@@ -168,8 +169,8 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
     figs: list[tuple[str, Any]] = [("image", None)]  # (title, view array or None)
     if views.get("reference") is not None:
         figs.append(("reference", views["reference"]))
-    preds = sorted((k, v) for k, v in views.items() if k.startswith(PRED))
-    figs += [(k[len(PRED) :], v) for k, v in sorted(preds, key=lambda kv: kv[0] != PRED + CLEAN)]
+    preds = sorted((k for k in views if k.startswith(PRED)), key=lambda k: (k != PRED + CLEAN, k))
+    figs += [(k.removeprefix(PRED), views[k]) for k in preds]
     parts = [
         f'<figure><img src="{F.png_data_uri(F.overlay(views["image"], lab))}" '
         f'alt="{html.escape(title)}"><figcaption>{html.escape(title)}</figcaption></figure>'
