@@ -10,6 +10,8 @@ import glob as _glob
 import re
 from pathlib import Path
 
+import numpy as np
+
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation._spec import CaseSpec, inside, spec_maker
 from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
@@ -55,10 +57,13 @@ def _camus_split(root: Path) -> dict[str, str]:
     return out
 
 
-def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
+def parse_camus(root: str | Path, mode: str | None = None) -> list[CaseSpec]:
     """CAMUS echocardiography: ``patientXXXX_{2CH,4CH}_{ED,ES,half_sequence}[_gt]``, each
-    case's ``group`` its patient; ``mode``: the ED/ES frames, the (half) sequences, or all.
+    case's ``group`` its patient; ``mode``: the ED/ES frames, the (half) sequences, or all
+    (None: the frames, else the sequences).
     """
+    if mode is None:
+        return parse_camus(root, "frames") or parse_camus(root, "sequences")
     if mode not in ("frames", "sequences", "all"):
         raise SegEvalError(f"CAMUS mode must be frames, sequences or all, got {mode!r}")
     root = Path(root)
@@ -122,28 +127,27 @@ def isic_groups(root: str | Path) -> dict[str, str]:
     a patient or a lesion (directly or through other images) form one group named by its
     smallest id; CSVs without those columns are ignored.
     """
-    parent: dict[str, str] = {}
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    images = set()
-    for image, ids in _isic_metadata_rows(Path(root)):
-        images.add(image)
-        for column, value in ids:
-            a, b = find(f"image:{image}"), find(f"{column.split('_')[0]}:{value}")
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    names: dict[str, str] = {}
-    for node in parent:  # each component is named by its smallest non-image id
-        if not node.startswith("image:"):
-            r = find(node)
-            names[r] = min(names.get(r, node), node)
-    return {image: names[find(f"image:{image}")] for image in sorted(images)}
+    edges = [
+        (f"image:{image}", f"{column.split('_')[0]}:{value}")
+        for image, ids in _isic_metadata_rows(Path(root))
+        for column, value in ids
+    ]
+    nodes = sorted({n for edge in edges for n in edge})
+    if not nodes:
+        return {}
+    index = {n: i for i, n in enumerate(nodes)}
+    ends = np.array([[index[a], index[b]] for a, b in edges], int)
+    graph = coo_matrix((np.ones(len(edges)), (ends[:, 0], ends[:, 1])), shape=(len(nodes),) * 2)
+    part = connected_components(graph, directed=False)[1]
+    names: dict[int, str] = {}  # each component is named by its smallest non-image id
+    for n in nodes:
+        if not n.startswith("image:"):
+            names.setdefault(int(part[index[n]]), n)
+    images = [n for n in nodes if n.startswith("image:")]
+    return {n.removeprefix("image:"): names[int(part[index[n]])] for n in images}
 
 
 def parse_isic(root: str | Path) -> list[CaseSpec]:

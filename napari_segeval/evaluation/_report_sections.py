@@ -49,21 +49,12 @@ BASELINES = (CLEAN, "unfiltered")
 
 
 def prediction_keys(rows: list[dict]) -> dict[str, PredictionKey]:
-    """Each table name (a row's ``condition``) -> its prediction's key (the row's ``key``, else
-    its condition's).
+    """Each table name of the rows' predictions (a row's ``condition``) -> its key (the row's
+    ``key``, else its condition's): baselines first, then by condition.
     """
-    return {r["condition"]: r.get("key") or PredictionKey(r["condition"]) for r in rows}
-
-
-def conditions(rows: list[dict]) -> list[str]:
-    """The table names of the rows' predictions: baselines first, then by condition."""
-    keys = prediction_keys(rows)
-
-    def order(c: str) -> tuple:
-        base = keys[c].condition
-        return (base not in BASELINES, base, c)
-
-    return sorted(keys, key=order)
+    keys = {r["condition"]: r.get("key") or PredictionKey(r["condition"]) for r in rows}
+    order = sorted(keys, key=lambda c: (keys[c].condition not in BASELINES, keys[c].condition, c))
+    return {c: keys[c] for c in order}
 
 
 def dice_groups(rows: list[dict], by: str) -> dict[str, dict[str, list[float]]]:
@@ -89,17 +80,15 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
             "[q1, q3] over cases, per structure, model and condition.</p>"
         )
     ]
-    for metric in ("dice", "nsd"):
-        if metric not in comp:
-            continue
-        cols = ["structure", "condition", "model", "n", "median", "q1", "q3", "iqr"]
+    cols = ["structure", "condition", "model", "n", "median", "q1", "q3", "iqr"]
+    for metric in (m for m in ("dice", "nsd") if m in comp):
         parts.append(
             f"<h3>{'DSC' if metric == 'dice' else 'NSD'}</h3>"
             + table(cols, [[t[c] for c in cols] for t in comp[metric]])
         )
     if not F.have_matplotlib():
         return [*parts, '<p class="note">The per-model box plots need matplotlib.</p>']
-    for cond in conditions(rows):
+    for cond in prediction_keys(rows):
         groups = dice_groups([r for r in rows if r["condition"] == cond], "model")
         title = f"DSC per structure and model ({cond})"
         uri = F.boxplot_uri(groups, "DSC", order=models, dots=True, title=title)

@@ -89,17 +89,17 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
 
 
 def round_rows(rows: Sequence[Mapping], models: bool = False) -> list:
-    """Round 0 and last-round rows of a run with correction rounds, for per-condition tables.
-
-    Each row gets its prediction's ``key`` (with its model when ``models``) and, as
-    ``condition``, the key's :meth:`~napari_segeval.evaluation.keys.PredictionKey.label`.
+    """The rows of each prediction in the report's tables: round 0 and the last round (rows
+    without a round are round 0). Each gets its prediction's ``key`` (with its model when
+    ``models``) and, as ``condition``, the key's
+    :meth:`~napari_segeval.evaluation.keys.PredictionKey.label`.
     """
     rows = list(rows)
-    last = max((int(r["round"]) for r in rows), default=0)
+    last = max((int(r.get("round") or 0) for r in rows), default=0)
     out = []
     for k in (0, last) if last else (0,):
         for r in rows:
-            if int(r["round"]) == k:
+            if int(r.get("round") or 0) == k:
                 key = PredictionKey(r["condition"], k, r.get("model") if models else None)
                 out.append({**r, "key": key, "condition": key.label()})
     return out

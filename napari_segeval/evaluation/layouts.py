@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval.evaluation import _layouts_2d as l2
 from napari_segeval.evaluation._layouts_3d import PARSERS, detect_3d
 from napari_segeval.evaluation._spec import CaseSpec, inside, spec_maker
 from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
-
-#: Every layout's name: the 2D and data-set-file layouts, then the 3D data sets'.
-LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", *PARSERS)
 
 
 def channel_meta(dataset_json: dict) -> dict:
@@ -28,23 +26,14 @@ def channel_meta(dataset_json: dict) -> dict:
     return {"channel_names": list(names)} if len(names) > 1 else {}
 
 
-def _files(folder: Path) -> list[Path]:
-    out = [p for p in folder.glob("*") if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
-    return sorted(out, key=lambda p: natural_key(p.name))
-
-
-def _channel_files(folder: Path, case: str, ending: str) -> tuple[str, ...]:
-    paths = (folder / f"{case}_{i:04d}{ending}" for i in range(1000))
-    return tuple(str(p) for p in itertools.takewhile(Path.exists, paths))
-
-
 def _msd_images(root: Path, entry: str) -> tuple[tuple[str, ...], str]:
     """Image path(s) of one MSD entry: the file itself, or its ``_0000``... channels."""
     p = inside(root, entry)
     if p.exists():
         return (str(p),), stem(p)
     case, ending = stem(p), suffix(p)
-    chans = _channel_files(p.parent, case, ending)
+    paths = (p.parent / f"{case}_{i:04d}{ending}" for i in range(1000))
+    chans = tuple(str(q) for q in itertools.takewhile(Path.exists, paths))
     return (chans or (str(p),)), case
 
 
@@ -90,24 +79,28 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
     for entry in test:
         add(str(entry["image"] if isinstance(entry, dict) else entry), None, "test")
     if not training and not test:
-        for split, img_dir, lab_dir in (
-            ("train", "imagesTr", "labelsTr"),
-            ("test", "imagesTs", None),
-        ):
-            for case, ending, chans in _scan_channels(root / img_dir):
-                lab = root / lab_dir / f"{case}{ending}" if lab_dir else None
-                specs.append(spec(case, chans, lab if lab and lab.exists() else None, split))
+        for split, _, case, _, chans, lab in _scan_channels(root, test_labels=False):
+            specs.append(spec(case, chans, lab, split))
     return _unique(specs)
 
 
-def _scan_channels(folder: Path) -> list[tuple[str, str, tuple[str, ...]]]:
-    """Group ``case_0000.ext`` files (or plain ``case.ext``) by case."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for p in _files(folder):
-        s, ext = stem(p), suffix(p)
-        case = s[:-5] if len(s) > 5 and s[-5] == "_" and s[-4:].isdigit() else s
-        groups.setdefault((case, ext), []).append(str(p))
-    return [(c, e, tuple(sorted(v))) for (c, e), v in groups.items()]
+def _scan_channels(root: Path, test_labels: bool) -> Iterator[tuple]:
+    """``(split, folder, case, ending, channel files, label or None)`` of ``imagesTr`` and
+    ``imagesTs`` (``case_0000.ext`` files, or a plain ``case.ext``, grouped by case); the
+    label from ``labelsTr`` (with ``test_labels`` also ``labelsTs``) when it is there.
+    """
+    for split, tag in (("train", "Tr"), ("test", "Ts")):
+        folder = root / f"images{tag}"
+        groups: dict[tuple[str, str], list[str]] = {}
+        files = [p for p in folder.glob("*") if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
+        for p in sorted(files, key=lambda p: natural_key(p.name)):
+            s, ext = stem(p), suffix(p)
+            case = s[:-5] if len(s) > 5 and s[-5] == "_" and s[-4:].isdigit() else s
+            groups.setdefault((case, ext), []).append(str(p))
+        for (case, ext), chans in groups.items():
+            lab = root / f"labels{tag}" / f"{case}{ext}"
+            found = (tag == "Tr" or test_labels) and lab.exists()
+            yield split, folder, case, ext, tuple(sorted(chans)), lab if found else None
 
 
 def parse_nnunet(root: str | Path) -> list[CaseSpec]:
@@ -133,17 +126,12 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
                 images, labels, err = tuple(entry.get("images", [])), None, str(exc)
             specs.append(spec(str(case), images, labels, "train", error=err))
     else:
-        for split, img_dir, lab_dir in (
-            ("train", "imagesTr", "labelsTr"),
-            ("test", "imagesTs", "labelsTs"),
-        ):
-            for case, ext, chans in _scan_channels(root / img_dir):
-                if ext != ending:
-                    continue
-                lab = root / lab_dir / f"{case}{ending}"
-                err = f"{root / img_dir}: case {case} has {len(chans)} channel files, "
-                err = None if len(chans) == n_chan else f"{err}dataset.json names {n_chan}"
-                specs.append(spec(case, chans, lab if lab.exists() else None, split, error=err))
+        for split, folder, case, ext, chans, lab in _scan_channels(root, test_labels=True):
+            if ext != ending:
+                continue
+            err = f"{folder}: case {case} has {len(chans)} channel files, "
+            err = None if len(chans) == n_chan else f"{err}dataset.json names {n_chan}"
+            specs.append(spec(case, chans, lab, split, error=err))
     specs = _unique(specs)
     splits_file = root / "splits_final.json"
     if splits_file.is_file():
@@ -181,8 +169,6 @@ def detect_layout(root: str | Path) -> str:
     (``training``/``test`` entries or an ``imagesTr`` folder); one that only names the
     labels does not decide the layout.
     """
-    from napari_segeval.evaluation import _layouts_2d as l2
-
     root = Path(root)
     if not root.is_dir():
         raise ReadError(f"{root}: not a folder")
@@ -224,24 +210,17 @@ def load_layout(
     camus_mode : {"frames", "sequences", "all"}, optional
         CAMUS: ED/ES frames, half sequences, or both (default: frames, else sequences).
     """
-    from napari_segeval.evaluation import _layouts_2d as l2
-
     root = Path(root).absolute()
     if not root.is_dir():
         raise ReadError(f"{root}: data-set folder not found")
-    parsers = {"msd": parse_msd, "nnunet": parse_nnunet, "isic": l2.parse_isic, **PARSERS}
-    parsers["neopolyp"] = l2.parse_neopolyp
     layout = layout or detect_layout(root)
-    if layout == "camus":
-        specs = l2.parse_camus(root, mode=camus_mode or "frames")
-        if not specs and camus_mode is None:
-            specs = l2.parse_camus(root, mode="sequences")
-    elif layout == "generic":
-        specs = l2.parse_generic(root, images or "*", labels)
-    elif layout in LAYOUTS:
-        specs = parsers[layout](root)
-    else:
+    if layout not in _PARSERS:
         raise SegEvalError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
+    options = {
+        "camus": {"mode": camus_mode},
+        "generic": {"images": images or "*", "labels": labels},
+    }
+    specs = _PARSERS[layout](root, **options.get(layout, {}))
     if not specs:
         raise SegEvalError(f"{root}: no cases found for layout {layout!r}")
     ds = _has_dataset_json(root) if layout not in ("msd", "nnunet") else None
@@ -253,6 +232,20 @@ def load_layout(
             s.structures = names or s.structures
     return sorted(specs, key=lambda s: natural_key(s.case_id))
 
+
+#: Every layout's parser (camus takes ``mode``, generic ``images`` and ``labels``): the 2D and
+#: data-set-file layouts, then the 3D data sets'.
+_PARSERS: dict[str, Callable[..., list[CaseSpec]]] = {
+    "msd": parse_msd,
+    "nnunet": parse_nnunet,
+    "camus": l2.parse_camus,
+    "isic": l2.parse_isic,
+    "neopolyp": l2.parse_neopolyp,
+    "generic": l2.parse_generic,
+    **PARSERS,
+}
+#: Every layout's name.
+LAYOUTS = tuple(_PARSERS)
 
 __all__ = [
     "LAYOUTS",

@@ -69,27 +69,6 @@ def focus_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
     return (attacked or list(keys) or [None])[0]
 
 
-def case_paths(
-    case_id: str, spec: Any, channel: int, record: Mapping, focus: Any, root: Path
-) -> dict[str, Path]:
-    """Paths a load of a case reads (``image``, ``reference``, file keys; of the focus's
-    float images only :func:`float_key`'s); raises :class:`MissingFilesError` listing every
-    missing one.
-    """
-    paths = {"image": Path(spec.images[min(channel, len(spec.images) - 1)])}
-    if spec.labels:
-        paths["reference"] = Path(spec.labels)
-    files = record.get("files") or {}
-    wanted = float_key(files, focus_key(files, focus))
-    paths.update({k: root / rel for k, rel in files.items() if not is_image_key(k) or k == wanted})
-    own = ("image", "reference")
-    data = [str(p) for k, p in paths.items() if k in own and not p.exists()]
-    saved = [str(p) for k, p in paths.items() if k not in own and not p.is_file()]
-    if data or saved:
-        raise MissingFilesError(case_id, data + saved, bool(data))
-    return paths
-
-
 def float_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
     """The float image of ``focus`` a load reads: its perturbation, else its perturbed image."""
     if focus is None:
@@ -211,7 +190,7 @@ def read_case_files(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> LoadedCase:
-    """Read a checked case (``paths`` from :func:`case_paths`) into a :class:`LoadedCase`;
+    """Read a checked case (``paths`` from ``ResultsFolder.check_files``) into a :class:`LoadedCase`;
     SegEvalError for a file that does not match the image's grid.
     """
     from napari_segeval.evaluation.protocols._common import load_case
@@ -284,7 +263,6 @@ def read_case_files(
 __all__ = [
     "LoadedCase",
     "MissingFilesError",
-    "case_paths",
     "focus_key",
     "both_images",
     "compare_pair",

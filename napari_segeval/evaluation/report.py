@@ -24,7 +24,6 @@ from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation._report_sections import (
     Markup,
-    conditions,
     dice_groups,
     dice_vs_uncertainty,
     figure,
@@ -36,6 +35,7 @@ from napari_segeval.evaluation._report_sections import (
     table,
     worklist_section,
 )
+from napari_segeval.evaluation.curves import round_rows
 from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import PRED, Protocol, get_protocol, run_has_rounds
 from napari_segeval.metrics.catalog import as_float
@@ -58,11 +58,11 @@ rows.forEach(function(r){tb.appendChild(r);});});});"""
 
 def recipe(run: dict, proto: Protocol | None) -> str:
     """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
-    try:
-        preset = proto.preset(run.get("preset")) if proto is not None else None
-    except Exception:  # noqa: BLE001 - a report of an unknown preset still renders
-        return ""
     if proto is None:  # a report of an unknown protocol still renders
+        return ""
+    try:
+        preset = proto.preset(run.get("preset"))
+    except Exception:  # noqa: BLE001 - a report of an unknown preset still renders
         return ""
     anchor = f"{proto.name}" + (f"-preset-{preset.name}" if preset else "")
     if preset is not None:
@@ -82,19 +82,6 @@ def recipe(run: dict, proto: Protocol | None) -> str:
         f"<h2>Recipe</h2>{head}<p>Differences from the published recipe (also in "
         f"<code>docs/protocols.md#{html.escape(anchor)}</code>):</p><ul>{items}</ul>"
     )
-
-
-def _prediction_rows(rows: list[dict], rounds: bool, models: bool = False) -> list[dict]:
-    """One row per prediction for the tables, links and thumbnails: each with its ``key``
-    (naming the model with ``models``) and, as ``condition``, the key's label; a run with
-    rounds keeps round 0 and the last round.
-    """
-    from napari_segeval.evaluation.curves import round_rows
-
-    if rounds:
-        return round_rows(rows, models)
-    keys = [PredictionKey(r["condition"], model=r.get("model") if models else None) for r in rows]
-    return [{**r, "key": key, "condition": key.label()} for r, key in zip(rows, keys, strict=True)]
 
 
 def file_links(files: dict | None, keys: list[PredictionKey], error: str | None = None) -> Markup:
@@ -129,7 +116,8 @@ def _pivot(rows: list[dict], records: dict) -> tuple[list[str], list[list]]:
     """Per case x structure: each condition's Dice and drop (and NSD/HD95 if any), and a last
     column linking the case's saved files (from its record in ``records``).
     """
-    conds, keys = conditions(rows), prediction_keys(rows)
+    keys = prediction_keys(rows)
+    conds = list(keys)
     cells: dict[tuple, dict] = {}
     for r in rows:
         cells.setdefault((r["case"], r["structure"]), {})[r["condition"]] = r
@@ -154,7 +142,8 @@ def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, 
     from napari_segeval.evaluation.summary import case_means, is_absent
 
     means = case_means(rows if absences else [r for r in rows if not is_absent(r)])
-    conds, keys = conditions(rows), prediction_keys(rows)
+    keys = prediction_keys(rows)
+    conds = list(keys)
     several = any(keys[c].model is not None for c in conds)  # several models: their lowest Dice
     ranked = []
     for case in sorted({c for c, _ in means}):
@@ -180,8 +169,8 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
     figs: list[tuple[str, Any]] = [("image", None)]  # (title, view array or None)
     if views.get("reference") is not None:
         figs.append(("reference", views["reference"]))
-    preds = sorted((k, v) for k, v in views.items() if k.startswith(PRED))
-    figs += [(k[len(PRED) :], v) for k, v in sorted(preds, key=lambda kv: kv[0] != PRED + CLEAN)]
+    preds = sorted((k for k in views if k.startswith(PRED)), key=lambda k: (k != PRED + CLEAN, k))
+    figs += [(k.removeprefix(PRED), views[k]) for k in preds]
     parts = [
         f'<figure><img src="{F.png_data_uri(F.overlay(views["image"], lab))}" '
         f'alt="{html.escape(title)}"><figcaption>{html.escape(title)}</figcaption></figure>'
@@ -190,15 +179,6 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
     return (
         f"<h3>{html.escape(case)} <small>({html.escape(why)})</small></h3>"
         f'<div class="thumbs">{"".join(parts)}</div>'
-    )
-
-
-def _boxplots(rows: list[dict]) -> str:
-    return figure(
-        "Dice box plots",
-        lambda: F.boxplot_uri(dice_groups(rows, "condition"), "dice"),
-        "Box plots need matplotlib (pip install 'napari-segeval[report]'); this report has "
-        "tables only.",
     )
 
 
@@ -249,7 +229,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     except SegEvalError:  # not known to this installation
         proto = None
     rounds = run_has_rounds(run, all_rows)
-    rows = _prediction_rows(all_rows, rounds)
+    rows = round_rows(all_rows)
     failed = [r for r in records if r.get("status") != "ok"]
     title = f"segeval {run['protocol']} {run['protocol_version']}"
     counts = (
@@ -271,7 +251,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     models = list((run.get("params") or {}).get("models") or [])
     if rows and models:
         parts += model_comparison(rows, models)
-        rows = _prediction_rows(all_rows, rounds, models=True)
+        rows = round_rows(all_rows, models=True)
     parts += worklist_section(all_rows, store.slice_rows(records))
     if rows and not any("dice" in r for r in rows):
         parts.append(
@@ -295,7 +275,15 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
                 f"{': ' + html.escape(', '.join(gated)) if gated else ''}.</p>"
             )
         if not models:  # several models: their box plots are drawn above
-            parts += ["<h2>Box plots</h2>", _boxplots(rows)]
+            parts += [
+                "<h2>Box plots</h2>",
+                figure(
+                    "Dice box plots",
+                    lambda: F.boxplot_uri(dice_groups(rows, "condition"), "dice"),
+                    "Box plots need matplotlib (pip install 'napari-segeval[report]'); this "
+                    "report has tables only.",
+                ),
+            ]
         scatter = dice_vs_uncertainty(rows)
         if scatter:
             parts += ["<h2>Dice against uncertainty</h2>", scatter]

@@ -16,12 +16,12 @@ import numpy as np
 from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import store
-from napari_segeval.evaluation.keys import PredictionKey
+from napari_segeval.evaluation.keys import PredictionKey, is_image_key
 from napari_segeval.evaluation.layouts import CaseSpec
 from napari_segeval.evaluation.loaded import (
     LoadedCase,
     MissingFilesError,
-    case_paths,
+    float_key,
     focus_key,
     read_case_files,
 )
@@ -229,21 +229,30 @@ class ResultsFolder:
         return s.moved(os.path.abspath(s.root or self.run.get("data") or ""), self.data_root)
 
     # -- loading -----------------------------------------------------------------------
-    def _record(self, case_id: str) -> dict:
-        record = self.records.get(case_id)
-        if record is None or record.get("status") != "ok":
-            raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
-        return record
-
     def check_files(
         self, case_id: str, focus: str | PredictionKey | None = None
     ) -> dict[str, Path]:
-        """Paths :meth:`load` reads (:func:`~.loaded.case_paths`; MissingFilesError lists every
-        missing one).
+        """Paths :meth:`load` reads (``image``, ``reference``, the record's file keys; of the
+        focus's float images only :func:`~.loaded.float_key`'s); MissingFilesError lists every
+        missing one.
         """
-        record = self._record(case_id)
-        channel = self.params.image_channel()
-        return case_paths(case_id, self.spec(case_id), channel, record, focus, self.path)
+        record = self.records.get(case_id)
+        if record is None or record.get("status") != "ok":
+            raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
+        spec, files = self.spec(case_id), record.get("files") or {}
+        paths = {"image": Path(spec.images[min(self.params.image_channel(), len(spec.images) - 1)])}
+        if spec.labels:
+            paths["reference"] = Path(spec.labels)
+        wanted = float_key(files, focus_key(files, focus))
+        paths.update(
+            {k: self.path / rel for k, rel in files.items() if not is_image_key(k) or k == wanted}
+        )
+        own = ("image", "reference")
+        data = [str(p) for k, p in paths.items() if k in own and not p.exists()]
+        saved = [str(p) for k, p in paths.items() if k not in own and not p.is_file()]
+        if data or saved:
+            raise MissingFilesError(case_id, data + saved, bool(data))
+        return paths
 
     def load(
         self,
