@@ -174,33 +174,26 @@ def propagate_structures(
     return results
 
 
-def merge_results(
-    structures: Mapping[int, StructureResult],
-    shape: tuple,
-    options: PropagationOptions | None = None,
-) -> np.ndarray:
-    """The label map of several structures' results (:func:`~.masks.merge_crops`)."""
-    options = options or PropagationOptions()
-    return merge_crops(
-        {lab: (s.offset, s.probabilities, s.mask) for lab, s in structures.items()},
-        tuple(shape),
-        nested_fraction=options.nested_fraction,
-    )
-
-
-def record(
+def merged(
     model: Any,
+    frames: Any,
+    structures: Mapping[int, StructureResult],
     sets: Mapping[int, PromptSet],
     options: PropagationOptions,
-    min_confidence: float | None,
-    per_slice: bool,
-) -> dict:
-    """The ``params`` of a :class:`~.result.PropagationResult`."""
+    per_slice: bool = False,
+) -> PropagationResult:
+    """The :class:`~.result.PropagationResult` of ``structures``: their label map
+    (:func:`~.masks.merge_crops`), the full-size tensors with ``grad``, and its ``params``."""
+    min_confidence = resolve_min_confidence(model, options.min_confidence)
+    shape = tuple(int(v) for v in frames.shape[:3])
+    crops = {lab: (s.offset, s.probabilities, s.mask) for lab, s in structures.items()}
+    labels = merge_crops(crops, shape, nested_fraction=options.nested_fraction)
+    tensors = {lab: s.full_tensor() for lab, s in structures.items()} if options.grad else {}
     kinds = {type(p) for s in sets.values() for p in s.prompts}  # "box", "box+point" ...
     prompt = [
         name for c, name in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask")) if c in kinds
     ]
-    return {
+    params = {
         "model": model.name,
         "mode": options.mode,
         "keep_largest": options.keep_largest,
@@ -214,6 +207,16 @@ def record(
         "prompt": "+".join(prompt),
         "conditioning_frames": {lab: list(s.frames) for lab, s in sets.items()},
     }
+    return PropagationResult(labels, dict(structures), dict(sets), params, tensors)
+
+
+def on_grid(result: PropagationResult, kind: str | None, modality: str | None) -> PropagationResult:
+    """``result`` with the image's ``kind`` and ``modality`` recorded, on a 2D image's grid."""
+    if kind is not None:
+        result.params["kind"] = kind
+    if modality is not None:
+        result.params["modality"] = modality
+    return result.first() if kind == "image" else result
 
 
 def check_prompts(sets: Mapping[int, PromptSet], frames: Any, mode: str) -> None:
@@ -281,9 +284,4 @@ def propagate_case(
         on_slice=on_slice,
         cache=cache,
     )
-    shape = tuple(int(v) for v in frames.shape[:3])
-    labels = merge_results(structures, shape, options)
-    tensors = {lab: s.full_tensor() for lab, s in structures.items()} if options.grad else {}
-    min_confidence = resolve_min_confidence(model, options.min_confidence)
-    params = record(model, sets, options, min_confidence, priors is not None)
-    return PropagationResult(labels, structures, dict(sets), params, tensors)
+    return merged(model, frames, structures, sets, options, priors is not None)

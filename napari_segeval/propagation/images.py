@@ -11,7 +11,7 @@ from napari_segeval._errors import InvalidPromptError
 from napari_segeval.io.case import Case
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import describe
-from napari_segeval.propagation.core import propagate_case
+from napari_segeval.propagation.core import on_grid, propagate_case
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
 from napari_segeval.propagation.result import PropagationResult
 
@@ -106,10 +106,7 @@ def propagate_image(
     if kind == "image":
         check_image_prompts(prompts)
     options = (options or PropagationOptions()).replace(mode=propagation_mode(kind))
-    result = propagate_case(model, frames, prompts, options, **kwargs)
-    result.params["kind"] = kind
-    result.params["modality"] = modality
-    return result.first() if kind == "image" else result
+    return on_grid(propagate_case(model, frames, prompts, options, **kwargs), kind, modality)
 
 
 def image_frames(

@@ -14,9 +14,9 @@ from napari_segeval.models.base import Corrections, ProgressFn
 from napari_segeval.prompts.prompt_set import Prompt, PromptSet
 from napari_segeval.propagation.core import (
     check_prompts,
-    merge_results,
+    merged,
+    on_grid,
     propagate_structures,
-    record,
     total_steps,
 )
 from napari_segeval.propagation.corrections import (
@@ -247,15 +247,8 @@ class PropagationSession:
         self._used.update(sets)
         self.last_propagated = list(sets)
         ordered = {lab: self.structures[lab] for lab in self.prompts}
-        shape = tuple(int(v) for v in self.frames.shape[:3])
-        labels_map = merge_results(ordered, shape, self.options)
-        params = record(self.model, self.prompts, self.options, min_confidence, False)
-        if self.kind is not None:
-            params["kind"] = self.kind
-        if self.modality is not None:
-            params["modality"] = self.modality
-        result = PropagationResult(labels_map, ordered, dict(self.prompts), params)
-        self.result = result.first() if self.kind == "image" else result
+        result = merged(self.model, self.frames, ordered, self.prompts, self.options)
+        self.result = on_grid(result, self.kind, self.modality)
         return self.result
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from napari_segeval.models.walk import StopReason, Walk, WalkOutput
-from napari_segeval.propagation.walks import output_stop
+from napari_segeval.propagation.walks import confidence_stop
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,9 @@ def structure_trace(
     presence: dict[int, float] = {}
     ends = []
     for walk, out in parts:
-        keep = output_stop(out, min_confidence, threshold, walk.last_conditioning_step(), logits)
+        keep = confidence_stop(
+            out.values, min_confidence, threshold, walk.last_conditioning_step(), logits
+        )
         for j, f in enumerate(out.frames[:keep]):
             for mine, theirs, best in (
                 (quality, out.quality, max),

@@ -19,32 +19,20 @@ def resolve_min_confidence(
 
 
 def confidence_stop(
-    probs: Any, min_confidence: float | None, threshold: float = 0.5, first: int = 0
-) -> int:
-    """Number of leading frames of one walk to keep (``probs``: ``(m, H, W)``, start frame first);
-    empty frames and the first ``first + 1`` (to the last conditioning frame) never stop it.
-    """
-    return _kept(list(probs), min_confidence, threshold, first)
-
-
-def output_stop(
-    out: WalkOutput,
+    values: Any,
     min_confidence: float | None,
     threshold: float = 0.5,
     first: int = 0,
     logits: bool = False,
 ) -> int:
-    """:func:`confidence_stop` of a cropped walk (``logits``: of its sigmoid at 0.5)."""
-    return _kept(out.values, min_confidence, threshold, first, logits)
-
-
-def _kept(
-    values: list, min_confidence: float | None, threshold: float, first: int, logits: bool = False
-) -> int:
-    """The first position after ``first`` with foreground whose mean is below ``min_confidence``
-    (a None value: no foreground), else ``len(values)``."""
+    """Number of leading frames of one walk to keep (``values``: ``(m, H, W)`` or a cropped
+    walk's list, None where empty; start frame first): the first position after ``first`` (the
+    last conditioning frame) with foreground whose mean is below ``min_confidence``, else ``m``.
+    ``logits``: of their sigmoid at 0.5.
+    """
     import torch
 
+    values = list(values)
     m = len(values)
     if min_confidence is None or m <= 1:
         return m
@@ -74,7 +62,9 @@ def structure_crop(
     fill = float("-inf") if logits else 0.0
     pieces: dict[int, list] = {}
     for walk, out in parts:
-        keep = output_stop(out, min_confidence, threshold, walk.last_conditioning_step(), logits)
+        keep = confidence_stop(
+            out.values, min_confidence, threshold, walk.last_conditioning_step(), logits
+        )
         for j in range(keep):
             if out.boxes[j] is not None:
                 pieces.setdefault(int(out.frames[j]), []).append((out.boxes[j], out.values[j]))

@@ -171,21 +171,6 @@ def num_classes(train: Sequence, cases: Sequence) -> int:
     return max(ids + [int(c.labels.max()) for c in cases] + [1]) + 1
 
 
-def _shrink(a: np.ndarray) -> np.ndarray:
-    """Every n-th pixel, so the thumbnail is at most ``THUMB_MAX`` wide."""
-    step = max(1, int(np.ceil(max(a.shape[:2]) / THUMB_MAX)))
-    return a[::step, ::step]
-
-
-def _to_uint8(img: np.ndarray) -> np.ndarray:
-    """The image's 1-99 percentile range as uint8."""
-    img = np.asarray(img, dtype=np.float32)
-    lo, hi = np.percentile(img, [1, 99]) if img.size else (0.0, 1.0)
-    if hi <= lo:
-        hi = lo + 1.0
-    return (np.clip((img - lo) / (hi - lo), 0, 1) * 255).astype(np.uint8)
-
-
 def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None) -> dict:
     """Thumbnails of the image, reference and each prediction on slice ``index`` of a 3D/video
     case (default: the largest reference area, else the middle)."""
@@ -195,11 +180,17 @@ def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None)
         k = case.spatial_shape[0] // 2 if fg is None else int(np.argmax(fg))
     take = (lambda a: a[k]) if k is not None else (lambda a: a)
     image = case.image[0] if case.is_multichannel else case.image  # first channel shown
-    out = {"image": _shrink(_to_uint8(take(image)))}
+    image = np.asarray(take(image), dtype=np.float32)
+    lo, hi = np.percentile(image, [1, 99]) if image.size else (0.0, 1.0)  # 1-99% as uint8
+    hi = hi if hi > lo else lo + 1.0
+    out = {"image": (np.clip((image - lo) / (hi - lo), 0, 1) * 255).astype(np.uint8)}
     if ref is not None:
-        out["reference"] = _shrink(take(ref).astype(np.uint16))
+        out["reference"] = take(ref).astype(np.uint16)
     for name, pred in predictions.items():
-        out[f"pred:{name}"] = _shrink(take(np.asarray(pred)).astype(np.uint16))
+        out[f"pred:{name}"] = take(np.asarray(pred)).astype(np.uint16)
+    for name, a in out.items():  # every n-th pixel: at most THUMB_MAX wide
+        step = max(1, int(np.ceil(max(a.shape[:2]) / THUMB_MAX)))
+        out[name] = a[::step, ::step]
     return out
 
 

@@ -136,17 +136,6 @@ def _train(train: Sequence, cases: dict, params: UncertaintyParams, path: Path, 
     return C.train_once(path, {"train": ids, "k": k, "config": config.to_dict()}, fit)
 
 
-def _conditions(params: UncertaintyParams) -> list[tuple[str, float, str]]:
-    """``(name, fraction removed, loss)`` of every condition, in order."""
-    out = [
-        (condition_name(f), f, "ce-dice")
-        for f in [0.0, *[float(v) for v in params.remove_fractions]]
-    ]
-    if params.duo:
-        out.append((DUO, 0.0, "duo"))
-    return out
-
-
 def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.PathLike) -> None:
     """AUV of the training cases, one training list and model per condition."""
     from napari_segeval.evaluation import store
@@ -165,7 +154,12 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
     models: dict[str, str] = {}
     info: dict[str, dict] = {}
     seen: dict[tuple, Path] = {}
-    for cond, f, loss in _conditions(params):
+    # (name, fraction removed, loss) of every condition, in order
+    conditions = [
+        (condition_name(f), f, "ce-dice") for f in [0.0, *map(float, params.remove_fractions)]
+    ]
+    conditions += [(DUO, 0.0, "duo")] if params.duo else []
+    for cond, f, loss in conditions:
         kept, removed = filter_most_uncertain(scores, f, str(params.removal_rule))
         key = (tuple(sorted(kept)), loss)
         path = out / "models" / f"li2026_{cond.replace(' ', '_').replace('%', 'pct')}.pt"

@@ -164,19 +164,9 @@ def score_result(
     return rows
 
 
-def propagate_and_score(spec, params: Promptable, *, mode: str) -> CaseOutput:
+def propagate_and_score(spec, params: Medsam2Params | VideoParams, *, mode: str) -> CaseOutput:
     """One model on one case (``mode``: ``volume`` or ``video``)."""
-    prepared = prepare_case(spec, params, mode=mode)
-    return case_output(spec, params, prepared, propagate(prepared, params), mode=mode)
-
-
-def propagate(prepared: Prepared, params: Promptable) -> Any:
-    """The model's result: the project's propagation, or (``prompt="box3d"``) the challenge's 3D loop."""
-    from napari_segeval.propagation import propagate_case
-
-    if params.prompt == "box3d":
-        return challenge_result(prepared)
-    return propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
+    return models_on_same_prompts(spec, params, [params.model], mode=mode)[params.model]
 
 
 def case_output(
@@ -259,9 +249,16 @@ def models_on_same_prompts(
     spec, params: Medsam2Params | VideoParams, models: list, *, mode: str
 ) -> dict:
     """Every model on one case, prompted once; each model's risk reads the others' masks."""
+    from napari_segeval.propagation import propagate_case
+
     done = {}
     for m, p, prepared in each_model(spec, params, models, mode):
-        res = propagate(prepared, p)
+        # the project's propagation, or (prompt="box3d") the challenge's 3D loop
+        res = (
+            challenge_result(prepared)
+            if p.prompt == "box3d"
+            else propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
+        )
         done[m] = (p, replace(prepared, model=None, frames=None), res)  # free the model
     masks = {m: structure_masks(res, prep, p) for m, (p, prep, res) in done.items()}
     return {

@@ -79,9 +79,12 @@ def score_cases(
     """
     import contextlib
 
+    from napari_segeval._cancel import Cancelled
+    from napari_segeval.evaluation.protocols import _common as C
+    from napari_segeval.metrics import structures_to_score
     from napari_segeval.models.dense.unet2d import TorchThreads
     from napari_segeval.models.registry import load_promptable
-    from napari_segeval.uncertainty import auv_table, feature_kind
+    from napari_segeval.uncertainty import auv_table, class_scales, feature_kind
 
     ref, ckpt, note = resolve_model(model, checkpoint)
     net = load_promptable(ref, checkpoint=ckpt, device=device or "auto")
@@ -91,9 +94,31 @@ def score_cases(
     rows: dict[str, dict] = {}
     if progress is not None:
         progress(0, len(specs))
-    opts = {"layout": layout, "power": power, "grid": grid, "ct_mapping": ct_mapping}
+    opts: dict[str, Any] = {
+        "layout": layout,
+        "power": power,
+        "grid": grid,
+        "ct_mapping": ct_mapping,
+    }
     with TorchThreads(threads) if threads else contextlib.nullcontext():
-        _score_all(net, specs, rows, opts, progress, cancel)
+        for i, spec in enumerate(specs):
+            entry: dict = {"case": spec.case_id, "split": spec.split, "classes": [], "error": None}
+            try:
+                if spec.error:
+                    raise SegEvalError(spec.error)
+                case = C.load_case(spec)
+                # the named classes and every other id present, as "label N"
+                structures = structures_to_score(spec.structures or case.structures, case.labels)
+                entry["classes"] = class_scales(net, case, structures, cancel=cancel, **opts)
+            except Cancelled:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a broken case is recorded, the rest scored
+                entry["error"] = (
+                    str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
+                )
+            rows[spec.case_id] = entry
+            if progress is not None:
+                progress(i + 1, len(specs))
     table = auv_table(
         {c: {r["name"]: r["scale"] for r in e["classes"]} for c, e in rows.items()}, aggregate
     )
@@ -120,33 +145,6 @@ def score_cases(
         "resize": net.resize if offers_resize else None,
         "cases": cases,
     }
-
-
-def _score_all(net, specs, rows: dict, opts: dict, progress, cancel) -> None:
-    """Each case's class scales into ``rows`` (a broken case records its error)."""
-    from napari_segeval._cancel import Cancelled
-    from napari_segeval.evaluation.protocols import _common as C
-    from napari_segeval.metrics import structures_to_score
-    from napari_segeval.uncertainty import class_scales
-
-    for i, spec in enumerate(specs):
-        entry: dict = {"case": spec.case_id, "split": spec.split, "classes": [], "error": None}
-        try:
-            if spec.error:
-                raise SegEvalError(spec.error)
-            case = C.load_case(spec)
-            # the named classes and every other id present, as "label N"
-            structures = structures_to_score(spec.structures or case.structures, case.labels)
-            entry["classes"] = class_scales(net, case, structures, cancel=cancel, **opts)
-        except Cancelled:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a broken case is recorded, the rest scored
-            entry["error"] = (
-                str(exc) if isinstance(exc, SegEvalError) else (f"{type(exc).__name__}: {exc}")
-            )
-        rows[spec.case_id] = entry
-        if progress is not None:
-            progress(i + 1, len(specs))
 
 
 def auv_of(record: dict) -> dict[str, float]:

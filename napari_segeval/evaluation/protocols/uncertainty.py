@@ -11,6 +11,7 @@ import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval._names import CLEAN
+from napari_segeval.evaluation._report_sections import uncertainty_tables
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
@@ -220,13 +221,6 @@ LI2026 = Preset(
 )
 
 
-def report_section(results: dict) -> str:
-    """This protocol's report section (HTML; empty when the results hold neither analysis)."""
-    from napari_segeval.evaluation._report_sections import uncertainty_tables
-
-    return uncertainty_tables(results)
-
-
 PROTOCOL = Protocol(
     rows=UNCERTAIN,
     name="uncertainty",
@@ -238,7 +232,7 @@ PROTOCOL = Protocol(
     summarize=summarize,
     select=select,
     prepare=prepare,
-    report_section=report_section,
+    report_section=uncertainty_tables,  # its own HTML section (empty without either analysis)
     description=(
         "Dice and mIoU in percent (background included unless "
         "include_background=false). Defaults: selective evaluation of the model's "
