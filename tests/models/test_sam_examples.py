@@ -27,11 +27,6 @@ Box3D(label=2, value=1, xyxy=(1, 1, 2, 4), z0=1, z1=3)
 >>> round(m.preprocess(np.full((2, 8, 8), 40.0), "CT").max().item(), 6)
 0.498039
 """,
-    "napari_segeval.models.litemedsam._fused_decoder.inference_decoder": """\
->>> net = LiteMedSAMNet().prepare_inference()
->>> type(inference_decoder(net, torch.device("cpu"))).__name__
-'FusedDecoder'
-""",
     "napari_segeval.models.litemedsam._chain.box_xyxy": """\
 >>> box_xyxy(Box(2, 3, 6, 9))
 (3, 2, 8, 5)

@@ -7,19 +7,17 @@ MKL path is slow on AMD CPUs); bf16 keeps the residual stream in fp32 but not th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ._network import (
     CHUNK_FLOATS,
     EMBED_SIZE,
     ConvBN,
-    LayerNorm2d,
     MBConv,
     PatchEmbed,
     PatchMerging,
@@ -35,8 +33,8 @@ _CONV = torch.ops.mkldnn._convolution_pointwise
 
 #: Floats per band of rows or chunk of windows or tokens: the module's (docs/model_cards.md).
 BAND_FLOATS = CHUNK_FLOATS
-#: A block's weights: attention norm, qkv, bias, projection; MLP norm, fc1, fc2.
-_BlockWeights = tuple["_Norm", "_Lin", torch.Tensor, "_Lin", "_Norm", "_Lin", "_Lin"]
+#: A block's weights: qkv, bias, projection; fc1, fc2 (the norms: the block's own).
+_BlockWeights = tuple["_Lin", torch.Tensor, "_Lin", "_Lin", "_Lin"]
 
 
 def mkldnn_available() -> bool:
@@ -80,22 +78,6 @@ class _Depthwise:
         return _CONV(x.to(self.w.dtype), self.w, self.b, [1, 1], s, [1, 1], groups, *_act(gelu))
 
 
-@dataclass(frozen=True)
-class _Norm:
-    w: torch.Tensor
-    b: torch.Tensor
-    eps: float
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return F.layer_norm(x, (int(self.w.shape[0]),), self.w, self.b, self.eps)
-
-    @classmethod
-    def of(cls, norm: nn.LayerNorm | LayerNorm2d) -> _Norm:
-        """A layer norm's weights, float32."""
-        w, b = (t.detach().float().contiguous() for t in (norm.weight, norm.bias))
-        return cls(w, b, float(norm.eps))
-
-
 class FusedEncoder:
     """The encoder of a :class:`~._network.TinyViTEncoder` on oneDNN's fused kernels."""
 
@@ -104,11 +86,9 @@ class FusedEncoder:
         encoder: TinyViTEncoder,
         dtype: torch.dtype = torch.float32,
         band_floats: int = BAND_FLOATS,
-        parts: Iterable[str] = ("conv", "attention", "mlp"),
     ) -> None:
         self.dtype = dtype
         self.stream = torch.float32  # the residual stream's dtype
-        self.parts = frozenset(parts)
         self.band_floats = int(band_floats)
         self.encoder = encoder
         self._lin: dict[int, _Lin] = {}
@@ -117,13 +97,11 @@ class FusedEncoder:
         with torch.no_grad():
             for module in encoder.modules():
                 self._prepare(module)
-            conv1, norm1, conv2, norm2 = encoder.neck_layers()
+            conv1, _, conv2, _ = encoder.neck_layers()
             s = self.stream
             self._neck_w = (
                 _Lin(self._t(conv1.weight[:, :, 0, 0], s), None),
-                _Norm.of(norm1),
                 self._t(conv2.weight, s),
-                _Norm.of(norm2),
             )
 
     # -- weights -------------------------------------------------------------------------
@@ -142,37 +120,33 @@ class FusedEncoder:
         else:
             self._lin[id(conv)] = _Lin(self._t(w[:, :, 0, 0], dtype), self._t(b, dtype))
 
-    def _linear(self, lin: nn.Linear, dtype: torch.dtype, scale: Any = None) -> _Lin:
+    def _linear(self, lin: nn.Linear, scale: Any = None) -> _Lin:
         w, b = lin.weight, lin.bias
         if scale is not None:
             w, b = w * scale[:, None], b * scale
-        return _Lin(self._t(w, dtype), self._t(b, dtype))
+        return _Lin(self._t(w), self._t(b))
 
     def _prepare(self, m: nn.Module) -> None:
-        if isinstance(m, TinyViTBlock):  # its depthwise conv maps the stream itself
-            self._conv(m.local_conv, self.stream)
+        # the stem's and the blocks' depthwise convs map the stream itself
         if isinstance(m, PatchEmbed):
             for c in m.convs():
                 self._conv(c, self.stream)
-        if isinstance(m, ConvBN):
-            self._conv(m, None if "conv" in self.parts else self.stream)
         elif isinstance(m, TinyViTBlock):
+            self._conv(m.local_conv, self.stream)
             a = m.attn
             d = a.head_dim
             # 1 / sqrt(d) folded into the query rows of every head
             scale = torch.ones(a.qkv.out_features)
             scale.view(a.heads, 3, d)[:, 0] = d**-0.5
-            at = self.dtype if "attention" in self.parts else self.stream
-            mt = self.dtype if "mlp" in self.parts else self.stream
             self._blocks[id(m)] = (
-                _Norm.of(a.norm),
-                self._linear(a.qkv, at, scale),
-                self._t(a.bias(), at),
-                self._linear(a.proj, at),
-                _Norm.of(m.mlp.norm),
-                self._linear(m.mlp.fc1, mt),
-                self._linear(m.mlp.fc2, mt),
+                self._linear(a.qkv, scale),
+                self._t(a.bias()),
+                self._linear(a.proj),
+                self._linear(m.mlp.fc1),
+                self._linear(m.mlp.fc2),
             )
+        elif isinstance(m, ConvBN):
+            self._conv(m)
 
     # -- forward -------------------------------------------------------------------------
     @torch.no_grad()
@@ -240,13 +214,13 @@ class FusedEncoder:
 
     def _attend(self, blk: TinyViTBlock, x: torch.Tensor) -> torch.Tensor:
         """``x + attention(x)`` of windows ``(B, N, C)`` (chunks of windows)."""
-        norm, qkv, bias, proj = self._blocks[id(blk)][:4]
+        qkv, bias, proj = self._blocks[id(blk)][:3]
         a = blk.attn
         n = x.shape[1]
 
         def attend(xc: torch.Tensor) -> torch.Tensor:
             bc = xc.shape[0]
-            t = qkv(norm(xc)).view(bc, n, a.heads, 3 * a.head_dim)
+            t = qkv(a.norm(xc)).view(bc, n, a.heads, 3 * a.head_dim)
             q, k, v = t.permute(0, 2, 1, 3).split(a.head_dim, dim=3)
             scores = torch.matmul(q, k.transpose(-2, -1)).add_(bias)
             o = torch.matmul(scores.softmax(dim=-1), v).transpose(1, 2).reshape(bc, n, -1)
@@ -261,16 +235,18 @@ class FusedEncoder:
         local = self._dw[id(blk.local_conv)]
         x = local(x.view(b, r, r, c).permute(0, 3, 1, 2), gelu=False)
         x = x.permute(0, 2, 3, 1).reshape(b, n, c)
-        _, _, _, _, norm, fc1, fc2 = self._blocks[id(blk)]
+        fc1, fc2 = self._blocks[id(blk)][3:]
+        norm = blk.mlp.norm
         per = rows_per_band(int(fc1.w.shape[0]), 1, b, self.band_floats)
         return chunked(lambda t: fc2.add(fc1(norm(t), gelu=True), t), x, per, 1)
 
     def _neck(self, x: torch.Tensor) -> torch.Tensor:
-        lin, norm1, w3, norm2 = self._neck_w
+        lin, w3 = self._neck_w
+        _, norm1, _, norm2 = self.encoder.neck_layers()
         b = x.shape[0]
-        x = norm1(lin(x)).view(b, EMBED_SIZE, EMBED_SIZE, -1)
+        x = norm1.last(lin(x)).view(b, EMBED_SIZE, EMBED_SIZE, -1)
         x = _CONV(x.permute(0, 3, 1, 2), w3, None, [1, 1], [1, 1], [1, 1], 1, *_act(False))
-        return norm2(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return norm2.last(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
 
 
 def inference_encoder(

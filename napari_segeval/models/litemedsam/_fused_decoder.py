@@ -12,7 +12,7 @@ from typing import cast
 import torch
 import torch.nn.functional as F
 
-from ._fused import _Lin, _Norm
+from ._fused import _Lin
 from ._network import EMBED_SIZE, Attention, LayerNorm2d, LiteMedSAMNet, TwoWayBlock
 
 #: Image tokens upscaled at a time: the largest intermediate 2 MiB, in cache (docs/model_cards.md).
@@ -50,44 +50,38 @@ class FusedDecoder:
             self.key_pe = pe[0].flatten(1).t().contiguous()  # (4096, 256)
             self.dense = net.prompt_encoder.no_mask_embed.weight.detach().float()[0]
             self.out_tokens = torch.cat([dec.iou_token.weight, dec.mask_tokens.weight]).float()
-            self.blocks = [self._block(blk) for blk in t.blocks()]
+            # each block's image projections: keys+pe feed the token-to-image keys and the
+            # image-to-token queries; the values
+            self.blocks = [
+                (
+                    _lin(b.cross_attn_token_to_image.k_proj, b.cross_attn_image_to_token.q_proj),
+                    _lin(b.cross_attn_token_to_image.v_proj),
+                )
+                for b in t.blocks()
+            ]
             fin = t.final_attn_token_to_image
-            self.final = (_lin(fin.k_proj), _lin(fin.v_proj), _Norm.of(t.norm_final_attn))
+            self.final = (_lin(fin.k_proj), _lin(fin.v_proj))
             convt1, norm, _, convt2, _ = cast(
                 "tuple[torch.nn.ConvTranspose2d, LayerNorm2d, object, torch.nn.ConvTranspose2d, object]",
                 tuple(dec.output_upscaling),
             )
             self.up1, self.up2 = _transposed(convt1), _transposed(convt2)
-            self.up_norm = _Norm.of(norm)
+            self.up_norm = norm
         self.dec = dec
-
-    @staticmethod
-    def _block(blk: TwoWayBlock) -> dict:
-        t2i, i2t = blk.cross_attn_token_to_image, blk.cross_attn_image_to_token
-        return {
-            # keys+pe feed the token-to-image keys and the image-to-token queries
-            "kq": _lin(t2i.k_proj, i2t.q_proj),
-            "v": _lin(t2i.v_proj),
-            "out": _lin(i2t.out_proj),
-            "norm4": _Norm.of(blk.norm4),
-        }
 
     @staticmethod
     def _to_image(
         attn: Attention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     ) -> torch.Tensor:
-        """Token-to-image attention: the prompt tokens ``q`` ``(B, 7, 256)`` attend to the
-        projected image keys and values ``(B or 1, 4096, inner)``."""
-        b, t, _ = q.shape
-        qh = attn.split_heads(attn.q_proj(q))
+        """The prompt tokens ``q`` ``(B, 7, 256)`` attend to the projected image keys and
+        values ``(B or 1, 4096, inner)``."""
+        b = q.shape[0]
         kh, vh = (attn.split_heads(x).expand(b, -1, -1, -1) for x in (k, v))
-        out = F.scaled_dot_product_attention(qh, kh, vh)
-        return attn.out_proj(out.transpose(1, 2).reshape(b, t, -1))
+        return attn.attend(q, kh, vh)
 
     def _to_tokens(
         self,
         blk: TwoWayBlock,
-        p: dict,
         keys: torch.Tensor,
         q_img: torch.Tensor,
         queries: torch.Tensor,
@@ -113,10 +107,10 @@ class FusedDecoder:
         probs = scores.view(b, heads, t, -1).softmax(dim=2).view(b, heads * t, -1)
         # the values' block diagonal (heads * 7, inner) times the output projection
         vbd = torch.einsum("bthi,hg->bhtgi", vt.view(b, t, heads, d), self.eye)
-        out = p["out"]
-        c = torch.matmul(vbd.reshape(b, heads * t, heads * d), out.w.t())
-        keys = torch.baddbmm(keys.expand(b, -1, -1), probs.transpose(1, 2), c).add_(out.b)
-        return p["norm4"](keys)
+        out = attn.out_proj
+        c = torch.matmul(vbd.reshape(b, heads * t, heads * d), out.weight.t())
+        keys = torch.baddbmm(keys.expand(b, -1, -1), probs.transpose(1, 2), c).add_(out.bias)
+        return blk.norm4(keys)
 
     @torch.no_grad()
     def __call__(
@@ -126,8 +120,8 @@ class FusedDecoder:
         # the box-free part, once: image tokens (token-major), +pe, first projections
         src = (embedding.float()[0] + self.dense[:, None, None]).flatten(1).t().contiguous()
         src = src[None]  # (1, 4096, 256)
-        kq = self.blocks[0]["kq"](src + self.key_pe)  # the first block's image projections
-        v_img = self.blocks[0]["v"](src)
+        kq_lin, v_lin = self.blocks[0]  # the first block's image projections
+        kq, v_img = kq_lin(src + self.key_pe), v_lin(src)
         boxes = boxes.to(embedding.device)
         outs = [self._box(boxes[i : i + 1], src, kq, v_img) for i in range(boxes.shape[0])]
         return torch.cat([o[0] for o in outs]), torch.cat([o[1] for o in outs])
@@ -141,22 +135,22 @@ class FusedDecoder:
         tokens = torch.cat([self.out_tokens[None], sparse], dim=1)
         inner = kq.shape[-1] // 2
         queries, keys = tokens, src
-        for blk, p in zip(dec.transformer.blocks(), self.blocks):
+        for blk, (kq_lin, v_lin) in zip(dec.transformer.blocks(), self.blocks):
             if blk.skip_first_pe:  # the first block: its self-attention skips the pe
                 queries = blk.norm1(blk.self_attn(tokens, tokens, tokens))
             else:  # later blocks: every projection depends on the box
                 q = queries + tokens
                 queries = blk.norm1(queries + blk.self_attn(q, q, queries))
-                kq, v_img = p["kq"](keys + self.key_pe), p["v"](keys)
+                kq, v_img = kq_lin(keys + self.key_pe), v_lin(keys)
             k_img, q_img = kq[..., :inner], kq[..., inner:]
             t2i = self._to_image(blk.cross_attn_token_to_image, queries + tokens, k_img, v_img)
             queries = blk.norm2(queries + t2i)
             queries = blk.norm3(queries + blk.mlp(queries))
-            keys = self._to_tokens(blk, p, keys, q_img, queries, tokens)
+            keys = self._to_tokens(blk, keys, q_img, queries, tokens)
         # the final token-to-image attention
-        k_proj, v_proj, norm = self.final
+        k_proj, v_proj = self.final
         fin = dec.transformer.final_attn_token_to_image
-        hs = norm(
+        hs = dec.transformer.norm_final_attn(
             queries
             + self._to_image(fin, queries + tokens, k_proj(keys + self.key_pe), v_proj(keys))
         )
@@ -167,21 +161,10 @@ class FusedDecoder:
         per = max(1, min(n, UP_TOKENS))
         out = torch.empty(1, n, 16)
         for t0 in range(0, n, per):
-            up = self.up1(keys[0, t0 : t0 + per]).view(-1, 4, self.up_norm.w.shape[0])
-            up = self.up2(F.gelu(self.up_norm(up)), gelu=True)  # (per, 4, 4 * 32)
+            up = self.up1(keys[0, t0 : t0 + per]).view(-1, 4, self.up_norm.weight.shape[0])
+            up = self.up2(F.gelu(self.up_norm.last(up)), gelu=True)  # (per, 4, 4 * 32)
             out[0, t0 : t0 + per] = (up.view(-1, hyper.shape[-1]) @ hyper[0]).view(-1, 16)
         # (B, y, x, i, j, i2, j2) -> row 4y + 2i + i2, column 4x + 2j + j2
         g = out.view(1, EMBED_SIZE, EMBED_SIZE, 2, 2, 2, 2).permute(0, 1, 3, 5, 2, 4, 6)
         logits = g.reshape(1, 1, 4 * EMBED_SIZE, 4 * EMBED_SIZE)
         return logits, dec.iou_prediction_head(hs[:, 0])[:, 0]
-
-
-def inference_decoder(net: LiteMedSAMNet, device: torch.device) -> FusedDecoder | None:
-    """The decoder a backend runs without gradients: a :class:`FusedDecoder` on a CPU with
-    oneDNN, else None (the module).
-    """
-    from ._fused import mkldnn_available
-
-    if device.type == "cpu" and mkldnn_available():
-        return FusedDecoder(net)
-    return None

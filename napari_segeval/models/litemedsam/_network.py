@@ -78,6 +78,10 @@ class LayerNorm2d(nn.Module):
         x = (x - u) / torch.sqrt(s + self.eps)
         return self.weight[:, None, None] * x + self.bias[:, None, None]
 
+    def last(self, x: torch.Tensor) -> torch.Tensor:
+        """The norm of channels-last ``(..., C)`` by ``F.layer_norm`` (the fused paths')."""
+        return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
+
 
 # ---------------------------------------------------------------------------- encoder
 #: Floats per intermediate tensor of the encoder's chunked steps (8 MiB): the first stage's
@@ -421,11 +425,12 @@ class Attention(nn.Module):
         return x.reshape(b, n, self.heads, c // self.heads).transpose(1, 2)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        q, k, v = (
-            self.split_heads(f(t))
-            for f, t in ((self.q_proj, q), (self.k_proj, k), (self.v_proj, v))
-        )
-        out = F.scaled_dot_product_attention(q, k, v)
+        k, v = (self.split_heads(f(t)) for f, t in ((self.k_proj, k), (self.v_proj, v)))
+        return self.attend(q, k, v)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Attention of queries ``q`` ``(B, N, C)`` to projected, split keys and values."""
+        out = F.scaled_dot_product_attention(self.split_heads(self.q_proj(q)), k, v)
         b, h, n, c = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, n, h * c))
 

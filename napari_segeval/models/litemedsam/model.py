@@ -153,8 +153,8 @@ class LiteMedSAMModel(KeepsFeatures, PromptableModel):
     ) -> None:
         from napari_segeval.models._device import pick_device
 
-        from ._fused import inference_encoder
-        from ._fused_decoder import inference_decoder
+        from ._fused import inference_encoder, mkldnn_available
+        from ._fused_decoder import FusedDecoder
 
         self.device = pick_device(None if device is None else str(device))
         self.precision = model_precision(precision, self.capabilities, self.device, "litemedsam")
@@ -167,7 +167,8 @@ class LiteMedSAMModel(KeepsFeatures, PromptableModel):
             self.network.fast_encoder = inference_encoder(
                 self.network.image_encoder, self.precision.value, self.device
             )
-        self.network.fast_decoder = inference_decoder(self.network, self.device)
+        fused = self.device.type == "cpu" and mkldnn_available()  # else the module's
+        self.network.fast_decoder = FusedDecoder(self.network) if fused else None
         self.cache_mb = cache_mb
         self.name = str(name)
         self.last_run: dict = {}
