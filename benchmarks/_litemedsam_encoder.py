@@ -228,7 +228,7 @@ def end_to_end(n_cases: int, device: str, auto: str, rounds: int = 1) -> dict[st
                 patch.enter_context(mock.patch.object(_fused, "inference_encoder", lambda *a: None))
             if name != "fp32" and not name.startswith("auto"):
                 patch.enter_context(
-                    mock.patch.object(_fused_decoder, "inference_decoder", lambda *a: None)
+                    mock.patch.object(_fused_decoder, "FusedDecoder", lambda net: None)
                 )
             params = {"model": "litemedsam", "device": device, "precision": precision}
             with tempfile.TemporaryDirectory() as out, patch:
