@@ -48,13 +48,14 @@ def _sync(device) -> None:
         torch.cuda.synchronize()
 
 
-def matmul_rates(device, n: int = 2048, repeat: int = 3) -> dict[str, float]:
-    """GFLOP/s of ``n x n`` products: ``{"fp32 mm": ..., "fp32 onednn": ..., ...}``."""
+def matmul_rates(device, bf16: bool, n: int = 2048, repeat: int = 3) -> dict[str, float]:
+    """GFLOP/s of ``n x n`` products: ``{"fp32 mm": ..., "fp32 onednn": ..., ...}`` (bf16's
+    too when ``bf16``: oneDNN has no bf16 kernels on a CPU without AVX512)."""
     import torch
 
     out = {}
     a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
-    for dt in (torch.float32, torch.bfloat16):
+    for dt in (torch.float32, torch.bfloat16) if bf16 else (torch.float32,):
         aa, bb = a.to(dt), b.to(dt)
         fns = {"mm": lambda aa=aa, bb=bb: aa @ bb}
         if device.type == "cpu":
@@ -307,14 +308,14 @@ def main(args: argparse.Namespace) -> int:
         f"{load:.2f} on {os.cpu_count()} CPUs"
     )
     g = gflop(lite.network.image_encoder, slices[0])
-    rates = matmul_rates(dev)
+    reason = bf16_reason(dev)
+    rates = matmul_rates(dev, reason is None)
     fp32_rate = max(v for k, v in rates.items() if k.startswith("fp32"))
-    bf16_rate = max(v for k, v in rates.items() if k.startswith("bf16"))
+    bf16_rate = max((v for k, v in rates.items() if k.startswith("bf16")), default=float("nan"))
     print(f"  {g:.1f} GFLOP per slice (FlopCounterMode)")
     print("  matmul 2048^2: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in rates.items()))
     floor32, floor16 = g / fp32_rate, g / bf16_rate
     print(f"  floor at the best rate: fp32 {floor32:.3f} s/slice, bf16 {floor16:.3f} s/slice")
-    reason = bf16_reason(dev)
     if reason is not None:
         print(f"  bf16 not measured: {reason}")
     table = paths(lite, reason is None)

@@ -7,7 +7,7 @@ MKL path is slow on AMD CPUs); bf16 keeps the residual stream in fp32 but not th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,9 +86,12 @@ class FusedEncoder:
         encoder: TinyViTEncoder,
         dtype: torch.dtype = torch.float32,
         band_floats: int = BAND_FLOATS,
+        parts: Iterable[str] = ("conv", "attention", "mlp"),
     ) -> None:
         self.dtype = dtype
         self.stream = torch.float32  # the residual stream's dtype
+        #: the parts in ``dtype`` (others in the stream's): the encoder benchmark's variants
+        self.parts = frozenset(parts)
         self.band_floats = int(band_floats)
         self.encoder = encoder
         self._lin: dict[int, _Lin] = {}
@@ -120,11 +123,11 @@ class FusedEncoder:
         else:
             self._lin[id(conv)] = _Lin(self._t(w[:, :, 0, 0], dtype), self._t(b, dtype))
 
-    def _linear(self, lin: nn.Linear, scale: Any = None) -> _Lin:
+    def _linear(self, lin: nn.Linear, dtype: torch.dtype, scale: Any = None) -> _Lin:
         w, b = lin.weight, lin.bias
         if scale is not None:
             w, b = w * scale[:, None], b * scale
-        return _Lin(self._t(w), self._t(b))
+        return _Lin(self._t(w, dtype), self._t(b, dtype))
 
     def _prepare(self, m: nn.Module) -> None:
         # the stem's and the blocks' depthwise convs map the stream itself
@@ -138,15 +141,17 @@ class FusedEncoder:
             # 1 / sqrt(d) folded into the query rows of every head
             scale = torch.ones(a.qkv.out_features)
             scale.view(a.heads, 3, d)[:, 0] = d**-0.5
+            at = self.dtype if "attention" in self.parts else self.stream
+            mt = self.dtype if "mlp" in self.parts else self.stream
             self._blocks[id(m)] = (
-                self._linear(a.qkv, scale),
-                self._t(a.bias()),
-                self._linear(a.proj),
-                self._linear(m.mlp.fc1),
-                self._linear(m.mlp.fc2),
+                self._linear(a.qkv, at, scale),
+                self._t(a.bias(), at),
+                self._linear(a.proj, at),
+                self._linear(m.mlp.fc1, mt),
+                self._linear(m.mlp.fc2, mt),
             )
         elif isinstance(m, ConvBN):
-            self._conv(m)
+            self._conv(m, None if "conv" in self.parts else self.stream)
 
     # -- forward -------------------------------------------------------------------------
     @torch.no_grad()
