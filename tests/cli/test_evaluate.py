@@ -120,6 +120,9 @@ def test_bad_arguments(tmp_path):
         "eps": 0.03,
         "steps": 5,
     }
+    for text in ("pgd:=3", "pgd:eps=0.1,steps"):  # an option without a key or an "="
+        with pytest.raises(SegEvalError, match="--attack option .* needs K=V"):
+            _evaluate.parse_attack(text)
 
 
 @pytest.mark.parametrize("where", ["a_file", "a_file/sub"])

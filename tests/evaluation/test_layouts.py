@@ -132,6 +132,9 @@ def test_camus_frames_sequences_and_published_split(tmp_path):
     assert len(every) == 12
     assert {s.case_id: s.group for s in every}["patient0002_4CH_half_sequence"] == "patient0002"
     assert {s.group for s in every} == {"patient0001", "patient0002"}
+    for mode in ("", "ed"):
+        with pytest.raises(SegEvalError, match="CAMUS mode must be frames, sequences or all"):
+            load_layout(tmp_path, camus_mode=mode)
 
 
 def test_isic_official_folders(tmp_path):
