@@ -260,7 +260,10 @@ def models_on_same_prompts(
             else propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
         )
         done[m] = (p, replace(prepared, model=None, frames=None), res)  # free the model
-    masks = {m: structure_masks(res, prep, p) for m, (p, prep, res) in done.items()}
+    several = len(done) > 1  # one model: no other models' masks to make
+    masks = (
+        {m: structure_masks(res, prep, p) for m, (p, prep, res) in done.items()} if several else {}
+    )
     return {
         m: case_output(
             spec,
@@ -268,7 +271,9 @@ def models_on_same_prompts(
             prep,
             res,
             mode=mode,
-            others={lab: [masks[o][lab] for o in models if o != m] for lab in prep.present},
+            others={lab: [masks[o][lab] for o in models if o != m] for lab in prep.present}
+            if several
+            else None,
         )
         for m, (p, prep, res) in done.items()
     }
